@@ -1,0 +1,302 @@
+//! Time for the lease table and the holder engine: a real monotonic clock, or a
+//! virtual one that tests move by hand, so that time-bound contracts are tested
+//! deterministically and without sleeping.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::ops::{Add, Sub};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// A point in time on a [`Clock`]: the time since the clock's origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Instant(Duration);
+
+impl Instant {
+    /// The instant `d` after the clock's origin.
+    pub fn from_origin(d: Duration) -> Instant {
+        Instant(d)
+    }
+
+    /// The time since the clock's origin.
+    pub fn since_origin(self) -> Duration {
+        self.0
+    }
+
+    /// The time from `earlier` to `self`, zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Duration {
+        self.0.saturating_sub(earlier.0)
+    }
+}
+
+impl Add<Duration> for Instant {
+    type Output = Instant;
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(d))
+    }
+}
+
+impl Sub<Duration> for Instant {
+    type Output = Instant;
+    fn sub(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_sub(d))
+    }
+}
+
+/// Where time comes from. Cloning shares the clock.
+///
+/// ```
+/// use std::time::Duration;
+/// use leasehold::clock::{Clock, VirtualClock};
+/// let virt = VirtualClock::new();
+/// let clock = Clock::from(virt.clone());
+/// let start = clock.now();
+/// virt.jump(Duration::from_secs(5));
+/// assert_eq!(clock.now().saturating_since(start), Duration::from_secs(5));
+/// ```
+#[derive(Clone, Debug)]
+pub enum Clock {
+    /// The process's monotonic clock.
+    Monotonic,
+    /// A clock that moves only when a test moves it.
+    Virtual(VirtualClock),
+}
+
+fn process_origin() -> std::time::Instant {
+    static ORIGIN: OnceLock<std::time::Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(std::time::Instant::now)
+}
+
+impl Clock {
+    /// The process's monotonic clock (the default everywhere but in tests).
+    pub fn monotonic() -> Clock {
+        Clock::Monotonic
+    }
+
+    /// The current instant.
+    pub fn now(&self) -> Instant {
+        match self {
+            Clock::Monotonic => Instant(process_origin().elapsed()),
+            Clock::Virtual(v) => v.now(),
+        }
+    }
+
+    /// Waits until the clock reaches `deadline`.
+    pub fn sleep_until(&self, deadline: Instant) -> Sleep {
+        match self {
+            Clock::Monotonic => Sleep::Real(Box::pin(tokio::time::sleep_until(
+                tokio::time::Instant::from_std(process_origin() + deadline.0),
+            ))),
+            Clock::Virtual(v) => Sleep::Virtual(VirtualSleep {
+                clock: v.clone(),
+                deadline,
+                id: None,
+            }),
+        }
+    }
+
+    /// The virtual clock behind this one, if it is virtual.
+    pub fn as_virtual(&self) -> Option<&VirtualClock> {
+        match self {
+            Clock::Virtual(v) => Some(v),
+            Clock::Monotonic => None,
+        }
+    }
+}
+
+impl From<VirtualClock> for Clock {
+    fn from(v: VirtualClock) -> Clock {
+        Clock::Virtual(v)
+    }
+}
+
+/// The future of [`Clock::sleep_until`].
+pub enum Sleep {
+    /// On the monotonic clock, a tokio timer.
+    Real(Pin<Box<tokio::time::Sleep>>),
+    /// On a virtual clock, woken when a test moves the clock past the deadline.
+    Virtual(VirtualSleep),
+}
+
+impl Future for Sleep {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.get_mut() {
+            Sleep::Real(s) => s.as_mut().poll(cx),
+            Sleep::Virtual(s) => Pin::new(s).poll(cx),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct VirtualState {
+    now: Duration,
+    next_id: u64,
+    sleepers: BTreeMap<(Duration, u64), Waker>,
+}
+
+/// A clock that stands still until [`VirtualClock::advance`] or
+/// [`VirtualClock::jump`] moves it. Cloning shares it.
+#[derive(Clone, Debug, Default)]
+pub struct VirtualClock {
+    state: Arc<Mutex<VirtualState>>,
+}
+
+impl VirtualClock {
+    /// A virtual clock at its origin.
+    pub fn new() -> VirtualClock {
+        VirtualClock::default()
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, VirtualState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The current instant.
+    pub fn now(&self) -> Instant {
+        Instant(self.state().now)
+    }
+
+    /// Moves the clock by `by` at once and wakes every sleeper whose deadline passed.
+    pub fn jump(&self, by: Duration) {
+        let wakers = {
+            let mut st = self.state();
+            st.now += by;
+            take_due(&mut st)
+        };
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Moves the clock by `by` one sleeper's deadline at a time, letting the
+    /// woken tasks run (on the current runtime) before moving on, so timers
+    /// fire in the order of their deadlines, as they would in real time.
+    pub async fn advance(&self, by: Duration) {
+        settle().await;
+        let target = self.state().now + by;
+        loop {
+            let wakers = {
+                let mut st = self.state();
+                let next = st.sleepers.keys().next().map(|(d, _)| *d);
+                match next {
+                    Some(d) if d <= target => st.now = st.now.max(d),
+                    _ => {
+                        st.now = target;
+                        let due = take_due(&mut st);
+                        drop(st);
+                        due.into_iter().for_each(Waker::wake);
+                        settle().await;
+                        return;
+                    }
+                }
+                take_due(&mut st)
+            };
+            wakers.into_iter().for_each(Waker::wake);
+            settle().await;
+        }
+    }
+}
+
+fn take_due(st: &mut VirtualState) -> Vec<Waker> {
+    let later = st.sleepers.split_off(&(st.now, u64::MAX));
+    std::mem::replace(&mut st.sleepers, later)
+        .into_values()
+        .collect()
+}
+
+/// Lets the tasks that a step woke run before the clock moves on.
+async fn settle() {
+    for _ in 0..64 {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The future of a sleep on a [`VirtualClock`].
+pub struct VirtualSleep {
+    clock: VirtualClock,
+    deadline: Instant,
+    id: Option<u64>,
+}
+
+impl Future for VirtualSleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let clock = self.clock.clone();
+        let mut st = clock.state();
+        if st.now >= self.deadline.0 {
+            if let Some(id) = self.id.take() {
+                st.sleepers.remove(&(self.deadline.0, id));
+            }
+            return Poll::Ready(());
+        }
+        let id = match self.id {
+            Some(id) => id,
+            None => {
+                st.next_id += 1;
+                let id = st.next_id;
+                self.id = Some(id);
+                id
+            }
+        };
+        st.sleepers
+            .insert((self.deadline.0, id), cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for VirtualSleep {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.clock.state().sleepers.remove(&(self.deadline.0, id));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn virtual_sleepers_wake_in_deadline_order() {
+        let virt = VirtualClock::new();
+        let clock = Clock::from(virt.clone());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        for secs in [3u64, 1, 2] {
+            let (clock, order) = (clock.clone(), order.clone());
+            tokio::spawn(async move {
+                clock
+                    .sleep_until(Instant::from_origin(Duration::from_secs(secs)))
+                    .await;
+                order.lock().unwrap().push((secs, clock.now()));
+            });
+        }
+        settle().await;
+        virt.advance(Duration::from_secs(5)).await;
+        let got = order.lock().unwrap().clone();
+        let want: Vec<_> = [1u64, 2, 3]
+            .iter()
+            .map(|s| (*s, Instant::from_origin(Duration::from_secs(*s))))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(clock.now(), Instant::from_origin(Duration::from_secs(5)));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_virtual_sleep_leaves_no_sleeper() {
+        let virt = VirtualClock::new();
+        let clock = Clock::from(virt.clone());
+        let sleep = clock.sleep_until(Instant::from_origin(Duration::from_secs(1)));
+        let timed = tokio::time::timeout(Duration::from_millis(1), sleep).await;
+        assert!(timed.is_err());
+        assert!(virt.state().sleepers.is_empty());
+    }
+
+    #[tokio::test]
+    async fn monotonic_clock_sleeps_for_real() {
+        let clock = Clock::monotonic();
+        let start = clock.now();
+        clock.sleep_until(start + Duration::from_millis(5)).await;
+        assert!(clock.now().saturating_since(start) >= Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,80 @@
+//! The contract a store must meet, so that the embedded store, the server
+//! store and distributed engines all plug into the same holder engine.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::sync::oneshot;
+
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::ids::{LeaseId, RequestId};
+use crate::loss::LossReason;
+pub use crate::table::{GiveUp, Grant, HoldRequest, KeyName};
+
+/// What a driver's store does on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Leases run out unless renewed: the engine renews them in the
+    /// background and keeps the holder's deadline (LOCK-04, LOCK-06).
+    /// `false` for the embedded store, whose holders live in its process (LOCK-19).
+    pub renewal: bool,
+    /// The store pushes a grant to the next in line the moment a key is let
+    /// go; without it, waiting polls with jittered backoff (MANUAL-02).
+    pub push: bool,
+}
+
+/// A lease as a driver hands it over: the grant and the channel on which the
+/// store will say that it ended without its holder (maxHold, expiry, restart).
+/// The channel closing without a reason means nothing was lost.
+#[derive(Debug)]
+pub struct Granted {
+    /// The grant.
+    pub grant: Grant,
+    /// Fires once if the store ends the lease unseen by its holder.
+    pub lost: oneshot::Receiver<LossReason>,
+}
+
+/// A request waiting in line: its grant arrives here. Dropping or closing it
+/// without reading a grant obliges its owner to give the request up.
+pub type Waiting = oneshot::Receiver<Result<Granted>>;
+
+/// The answer to [`Driver::hold`].
+#[derive(Debug)]
+pub enum Acquire {
+    /// The key is the request's.
+    Granted(Granted),
+    /// The key is held and the request did not ask to wait.
+    NotHeld,
+    /// The request waits in line (only for drivers that push grants).
+    Queued(Waiting),
+}
+
+/// A store, as the holder engine sees it.
+///
+/// Every method names leases by id, never by fence (LOCK-08). A method that
+/// fails for a reason other than its outcome (the store is unreachable, the
+/// answer was lost) fails `Unavailable` or `Timeout` and may be called again.
+#[async_trait]
+pub trait Driver: Send + Sync + 'static {
+    /// What this store does on its own.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The clock holders of this store keep their deadlines by.
+    fn clock(&self) -> &Clock;
+
+    /// Asks for a key. Repeating a request id answers as before (LOCK-03).
+    async fn hold(&self, request: HoldRequest) -> Result<Acquire>;
+
+    /// Renews a lease by its id for `ttl` from the store's now (its own ttl when `None`).
+    async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant>;
+
+    /// Lets a lease go by its id; the next in line is granted at once.
+    async fn release(&self, lease: LeaseId) -> Result<()>;
+
+    /// Withdraws a waiting request; a grant that raced the give-up is released.
+    async fn give_up(&self, request: RequestId) -> Result<GiveUp>;
+
+    /// Closes the store: every lease it gave ends (`Closed`), every waiter fails.
+    async fn close(&self);
+}

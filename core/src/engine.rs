@@ -1,0 +1,410 @@
+//! The holder engine: asking for a key and waiting in line (LOCK-17, LOCK-18),
+//! keeping the holder's deadline and renewing in the background (LOCK-04,
+//! LOCK-06), turning every end of a lease into one loss (LOCK-09), and letting
+//! it go on every exit path (LOCK-11).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::runtime::Handle;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::clock::Instant;
+use crate::driver::{Acquire, Driver, Granted, Waiting};
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::RequestId;
+use crate::lease::{Lease, LeaseState};
+use crate::loss::LossReason;
+use crate::table::{HoldRequest, KeyName};
+
+/// How a call waits for a key.
+#[derive(Debug, Clone, Default)]
+pub struct HoldOptions {
+    /// The longest time to spend in line; past it the call fails
+    /// `WaitTimeout` (LOCK-18). `None`: the lock's own `wait`.
+    pub wait: Option<Duration>,
+    /// Fires to give up waiting: the call fails `Cancelled` and leaves the line.
+    pub cancel: Option<CancellationToken>,
+}
+
+/// How the engine keeps a lease on a store whose leases run out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Renewal {
+    pub(crate) ttl: Duration,
+    pub(crate) margin: Duration,
+}
+
+/// The first and the last backoff step of polling for a key (MANUAL-02).
+const POLL_FIRST: Duration = Duration::from_millis(10);
+const POLL_CAP: Duration = Duration::from_millis(250);
+
+/// A request waiting in line. Dropped unread, it gives the request up and
+/// releases a grant that raced the give-up, never leaking it (LOCK-18).
+struct InLine {
+    driver: Arc<dyn Driver>,
+    runtime: Handle,
+    request_id: RequestId,
+    rx: Option<Waiting>,
+}
+
+impl InLine {
+    /// Leaves the line now, releasing a grant that came meanwhile.
+    async fn leave(mut self) {
+        if let Some(rx) = self.rx.take() {
+            leave_line(self.driver.clone(), self.request_id, rx).await;
+        }
+    }
+}
+
+impl Drop for InLine {
+    fn drop(&mut self) {
+        if let Some(rx) = self.rx.take() {
+            self.runtime
+                .spawn(leave_line(self.driver.clone(), self.request_id, rx));
+        }
+    }
+}
+
+async fn leave_line(driver: Arc<dyn Driver>, request_id: RequestId, mut rx: Waiting) {
+    rx.close();
+    if let Ok(Ok(granted)) = rx.try_recv() {
+        let _ = driver.release(granted.grant.lease_id).await;
+    }
+    let _ = driver.give_up(request_id).await;
+}
+
+/// What [`acquire`] got: a grant and when the request that secured it was sent.
+pub(crate) struct Acquired {
+    pub(crate) granted: Granted,
+    pub(crate) sent_at: Instant,
+    pub(crate) waited: bool,
+}
+
+/// Asks for a key, waiting in line when `queue` (pushed grant, or polling with
+/// jittered backoff on drivers that cannot push). `Ok(None)`: not held (try).
+pub(crate) async fn acquire(
+    driver: &Arc<dyn Driver>,
+    runtime: &Handle,
+    request: HoldRequest,
+    wait: Option<Duration>,
+    cancel: Option<&CancellationToken>,
+) -> Result<Option<Acquired>> {
+    let clock = driver.clock().clone();
+    let start = clock.now();
+    let wait_until = wait.map(|w| start + w);
+    let never = CancellationToken::new();
+    let cancel = cancel.unwrap_or(&never);
+    let queue = request.queue;
+    let request_id = request.request_id;
+    let mut backoff = POLL_FIRST;
+    loop {
+        let sent_at = clock.now();
+        let answer = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(cancelled()),
+            a = driver.hold(request.clone()) => a?,
+        };
+        match answer {
+            Acquire::Granted(granted) => {
+                return Ok(Some(Acquired {
+                    granted,
+                    sent_at,
+                    waited: false,
+                }))
+            }
+            Acquire::NotHeld if !queue => return Ok(None),
+            Acquire::NotHeld => {
+                let jittered = rand::thread_rng().gen_range(backoff / 2..=backoff);
+                let next = clock.now() + jittered;
+                backoff = (backoff * 2).min(POLL_CAP);
+                let timed_out = wait_until.is_some_and(|w| w <= next);
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => return Err(cancelled()),
+                    _ = clock.sleep_until(next), if !timed_out => {}
+                    _ = clock.sleep_until(wait_until.unwrap_or(next)), if timed_out => {
+                        return Err(wait_timeout(wait));
+                    }
+                }
+            }
+            Acquire::Queued(rx) => {
+                let mut line = InLine {
+                    driver: driver.clone(),
+                    runtime: runtime.clone(),
+                    request_id,
+                    rx: Some(rx),
+                };
+                let rx = line.rx.as_mut().expect("just set");
+                let outcome = tokio::select! {
+                    biased;
+                    got = rx => Some(got),
+                    _ = cancel.cancelled() => None,
+                    _ = sleep_until_opt(&clock, wait_until) => None,
+                };
+                return match outcome {
+                    Some(got) => {
+                        line.rx = None;
+                        let granted = got.map_err(|_| {
+                            Error::new(ErrorKind::Closed, "the store went away while waiting")
+                        })??;
+                        Ok(Some(Acquired {
+                            granted,
+                            sent_at,
+                            waited: true,
+                        }))
+                    }
+                    None => {
+                        line.leave().await;
+                        if cancel.is_cancelled() {
+                            Err(cancelled())
+                        } else {
+                            Err(wait_timeout(wait))
+                        }
+                    }
+                };
+            }
+        }
+    }
+}
+
+async fn sleep_until_opt(clock: &crate::clock::Clock, at: Option<Instant>) {
+    match at {
+        Some(at) => clock.sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn cancelled() -> Error {
+    Error::new(ErrorKind::Cancelled, "gave up waiting for the key")
+}
+
+fn wait_timeout(wait: Option<Duration>) -> Error {
+    let wait = wait.map(crate::duration::show).unwrap_or_default();
+    Error::new(ErrorKind::WaitTimeout, format!("waited {wait} in line"))
+}
+
+/// A key held while a function runs. Ending it releases the lease and says
+/// whether it was lost meanwhile; dropping it (a panic, a cancelled task)
+/// releases it too (LOCK-11).
+pub struct Holding {
+    lease: Lease,
+    driver: Arc<dyn Driver>,
+    runtime: Handle,
+    done: CancellationToken,
+    ended: bool,
+}
+
+impl Holding {
+    /// Starts holding what [`acquire`] got: keeps the lease (renewing it on
+    /// stores whose leases run out) until [`Holding::end`] or drop.
+    pub(crate) async fn start(
+        driver: Arc<dyn Driver>,
+        runtime: Handle,
+        name: KeyName,
+        acquired: Acquired,
+        renewal: Option<Renewal>,
+    ) -> Result<Holding> {
+        let Acquired {
+            granted,
+            mut sent_at,
+            waited,
+        } = acquired;
+        let clock = driver.clock().clone();
+        let state = LeaseState::new(name, granted.grant, clock.clone());
+        let holding = Holding {
+            lease: Lease {
+                state: state.clone(),
+            },
+            driver: driver.clone(),
+            runtime: runtime.clone(),
+            done: CancellationToken::new(),
+            ended: false,
+        };
+        let mut revoke_in = state.grant.revoke_in;
+        if let Some(r) = renewal {
+            if waited {
+                // The grant came while the request waited: when the store
+                // granted it is unknown, so a renewal sent now sets the deadline.
+                sent_at = clock.now();
+                revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
+            }
+        } else {
+            revoke_in = None;
+            state.set_deadline(state.grant.revoke_at);
+        }
+        let deadlines = renewal.map(|r| Deadlines::new(r, sent_at, revoke_in));
+        if let Some(d) = &deadlines {
+            state.set_deadline(Some(d.holder()));
+        }
+        runtime.spawn(keep(
+            driver,
+            state,
+            granted.lost,
+            holding.done.clone(),
+            deadlines,
+        ));
+        Ok(holding)
+    }
+
+    /// The lease, to hand to the held function.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// Releases the lease. Fails `Lost` if the lease was lost at any point
+    /// while held (LOCK-10), whether or not the release itself worked.
+    pub async fn end(mut self) -> Result<()> {
+        self.ended = true;
+        self.done.cancel();
+        let released = self.driver.release(self.lease.state.lease_id()).await;
+        if let Err(e) = &released {
+            if e.kind() == ErrorKind::Lost {
+                self.lease
+                    .state
+                    .mark_lost(e.loss_reason().unwrap_or(LossReason::Unknown));
+            }
+        }
+        match self.lease.loss_reason() {
+            Some(reason) => Err(Error::lost(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the holding and combines the held function's outcome with the
+    /// lease's: a lost lease fails `Lost` even if the function succeeded, with
+    /// the function's own error as the cause (LOCK-10).
+    pub async fn finish<T, E>(self, outcome: Result<T, E>) -> Result<T, E>
+    where
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        match (self.end().await, outcome) {
+            (Ok(()), outcome) => outcome,
+            (Err(lost), Ok(_)) => Err(E::from(lost)),
+            (Err(lost), Err(own)) => Err(E::from(lost.with_source(own))),
+        }
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.done.cancel();
+            let driver = self.driver.clone();
+            let id = self.lease.state.lease_id();
+            self.runtime.spawn(async move {
+                let _ = driver.release(id).await;
+            });
+        }
+    }
+}
+
+/// The holder's deadlines, each a time at which the store has surely not
+/// yet let the lease go (LOCK-04): the ttl one moves with every renewal,
+/// the maxHold one is fixed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadlines {
+    renewal: Renewal,
+    last_sent: Instant,
+    by_ttl: Instant,
+    by_max_hold: Option<Instant>,
+}
+
+impl Deadlines {
+    fn new(renewal: Renewal, sent_at: Instant, revoke_in: Option<Duration>) -> Deadlines {
+        let mut d = Deadlines {
+            renewal,
+            last_sent: sent_at,
+            by_ttl: sent_at,
+            by_max_hold: None,
+        };
+        d.confirmed(sent_at, revoke_in);
+        d
+    }
+
+    /// A grant or renewal sent at `sent_at` succeeded, answering `revoke_in`.
+    fn confirmed(&mut self, sent_at: Instant, revoke_in: Option<Duration>) {
+        let margin = self.renewal.margin;
+        self.last_sent = sent_at;
+        self.by_ttl = sent_at + self.renewal.ttl - margin;
+        if let Some(left) = revoke_in {
+            let at = sent_at + left - margin;
+            self.by_max_hold = Some(self.by_max_hold.map_or(at, |prev| prev.max(at)));
+        }
+    }
+
+    /// The deadline the holder keeps: the earlier of the two.
+    fn holder(&self) -> Instant {
+        self.by_max_hold.map_or(self.by_ttl, |m| m.min(self.by_ttl))
+    }
+
+    /// Why a lease whose holder deadline came is lost.
+    fn reason(&self) -> LossReason {
+        match self.by_max_hold {
+            Some(m) if m <= self.by_ttl => LossReason::Revoked,
+            _ => LossReason::Expired,
+        }
+    }
+}
+
+/// How long to wait before trying a failed renewal again.
+fn retry_after(ttl: Duration) -> Duration {
+    (ttl / 20).max(Duration::from_millis(50))
+}
+
+/// Keeps one lease until its holder is done: hears the store's word of a
+/// loss, and on stores whose leases run out renews every ttl/3, retrying a
+/// failed renewal until the holder's deadline (LOCK-04, LOCK-06).
+async fn keep(
+    driver: Arc<dyn Driver>,
+    state: Arc<LeaseState>,
+    mut pushed: oneshot::Receiver<LossReason>,
+    done: CancellationToken,
+    deadlines: Option<Deadlines>,
+) {
+    let clock = driver.clock().clone();
+    let Some(mut deadlines) = deadlines else {
+        tokio::select! {
+            _ = done.cancelled() => {}
+            got = &mut pushed => if let Ok(reason) = got { state.mark_lost(reason) },
+        }
+        return;
+    };
+    let ttl = deadlines.renewal.ttl;
+    let mut pushed_open = true;
+    let mut next = deadlines.last_sent + ttl / 3;
+    loop {
+        let deadline = deadlines.holder();
+        tokio::select! {
+            biased;
+            _ = done.cancelled() => return,
+            got = &mut pushed, if pushed_open => match got {
+                Ok(reason) => return state.mark_lost(reason),
+                Err(_) => pushed_open = false,
+            },
+            _ = clock.sleep_until(deadline) => return state.mark_lost(deadlines.reason()),
+            _ = clock.sleep_until(next) => {
+                let sent = clock.now();
+                let outcome = tokio::select! {
+                    biased;
+                    _ = done.cancelled() => return,
+                    _ = clock.sleep_until(deadline) => None,
+                    res = driver.renew(state.lease_id(), Some(ttl)) => Some(res),
+                };
+                match outcome {
+                    None => return state.mark_lost(deadlines.reason()),
+                    Some(Ok(grant)) => {
+                        deadlines.confirmed(sent, grant.revoke_in);
+                        state.set_deadline(Some(deadlines.holder()));
+                        next = deadlines.last_sent + ttl / 3;
+                    }
+                    Some(Err(e)) if e.kind() == ErrorKind::Lost => {
+                        return state.mark_lost(e.loss_reason().unwrap_or(LossReason::Unknown));
+                    }
+                    Some(Err(_)) => next = clock.now() + retry_after(ttl),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! Leasehold: leases and fenced locks, one core for every store and language.
+//!
+//! A [`Store`] grants leases on keys of named locks. [`Lock::hold`] runs a
+//! function while holding a key (renewing it where the store needs it, and
+//! saying at once if it was lost); [`Store::try_acquire`] and
+//! [`Store::acquire`] give manual leases the caller extends and releases.
+//! Every lease carries a fence that only grows.
+//!
+//! ```
+//! use std::time::Duration;
+//! use leasehold::Store;
+//!
+//! let store = Store::memory();
+//! let summaries = store.lock("summaries").ttl(Duration::from_secs(30)).open()?;
+//! summaries.hold("chat-1", |lease| {
+//!     println!("summarising with fence {}", lease.fence());
+//!     Ok::<_, leasehold::Error>(())
+//! })?;
+//! # Ok::<(), leasehold::Error>(())
+//! ```
+
+pub mod clock;
+pub mod driver;
+pub mod duration;
+mod engine;
+mod error;
+pub mod fence;
+mod ids;
+mod lease;
+mod lock;
+mod loss;
+mod manual;
+mod memory;
+pub mod names;
+mod runtime;
+mod store;
+pub mod table;
+
+pub use engine::{HoldOptions, Holding};
+pub use error::{Error, ErrorKind, Result};
+pub use ids::{LeaseId, RequestId};
+pub use lease::Lease;
+pub use lock::{Lock, LockBuilder};
+pub use loss::LossReason;
+pub use manual::ManualLease;
+pub use memory::{MemoryDriver, MemoryOptions};
+pub use store::Store;
+pub use tokio_util::sync::CancellationToken;

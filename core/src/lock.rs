@@ -1,0 +1,307 @@
+//! Locks: a named family of keys with its options, and holding a key while a
+//! function runs (seed 000).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::duration;
+use crate::engine::{self, HoldOptions, Holding, Renewal};
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::RequestId;
+use crate::lease::Lease;
+use crate::names;
+use crate::runtime;
+use crate::store::Store;
+use crate::table::{HoldRequest, KeyName};
+
+/// The options of a lock, set before [`LockBuilder::open`].
+///
+/// ```
+/// use std::time::Duration;
+/// let store = leasehold::Store::memory();
+/// let lock = store
+///     .lock("migrations")
+///     .ttl(Duration::from_secs(30))
+///     .max_hold(Duration::from_secs(600))
+///     .wait(Duration::from_secs(5))
+///     .open()?;
+/// assert_eq!(lock.ttl(), Duration::from_secs(30));
+/// # Ok::<(), leasehold::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct LockBuilder {
+    store: Store,
+    name: String,
+    ttl: Duration,
+    max_hold: Option<Duration>,
+    wait: Option<Duration>,
+    margin: Option<Duration>,
+}
+
+impl LockBuilder {
+    pub(crate) fn new(store: Store, name: &str) -> LockBuilder {
+        LockBuilder {
+            store,
+            name: name.to_owned(),
+            ttl: duration::DEFAULT_TTL,
+            max_hold: None,
+            wait: None,
+            margin: None,
+        }
+    }
+
+    /// How long a lease lasts without renewal: 1 s to 1 h, 10 s by default (LOCK-13).
+    pub fn ttl(mut self, ttl: Duration) -> LockBuilder {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The store revokes a lease this long after its grant, whatever its renewals (LOCK-12).
+    pub fn max_hold(mut self, max_hold: Duration) -> LockBuilder {
+        self.max_hold = Some(max_hold);
+        self
+    }
+
+    /// The longest time a hold waits in line (LOCK-18); unbounded by default.
+    pub fn wait(mut self, wait: Duration) -> LockBuilder {
+        self.wait = Some(wait);
+        self
+    }
+
+    /// How long before the store's expiry the holder declares its lease lost
+    /// (LOCK-04): a tenth of the ttl by default, below half the ttl.
+    pub fn margin(mut self, margin: Duration) -> LockBuilder {
+        self.margin = Some(margin);
+        self
+    }
+
+    /// Checks the options and opens the lock. Nothing is sent to the store.
+    pub fn open(self) -> Result<Lock> {
+        names::check("lock name", &self.name)?;
+        let ttl = duration::check_ttl("ttl", self.ttl)?;
+        let max_hold = duration::check_max_hold(ttl, self.max_hold)?;
+        let margin = duration::check_margin(
+            ttl,
+            self.margin.unwrap_or_else(|| duration::default_margin(ttl)),
+        )?;
+        Ok(Lock {
+            store: self.store,
+            name: self.name.into(),
+            ttl,
+            max_hold,
+            wait: self.wait,
+            margin,
+        })
+    }
+}
+
+/// A named family of keys with its options. Cloning is cheap.
+#[derive(Debug, Clone)]
+pub struct Lock {
+    store: Store,
+    name: Arc<str>,
+    ttl: Duration,
+    max_hold: Option<Duration>,
+    wait: Option<Duration>,
+    margin: Duration,
+}
+
+impl Lock {
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The ttl of its leases.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// Its maxHold, if set.
+    pub fn max_hold(&self) -> Option<Duration> {
+        self.max_hold
+    }
+
+    /// Its bound on waiting in line, if set.
+    pub fn wait(&self) -> Option<Duration> {
+        self.wait
+    }
+
+    /// The holder's margin before the store's expiry.
+    pub fn margin(&self) -> Duration {
+        self.margin
+    }
+
+    /// Asks for `key`, waiting in line unless `queue` is false; `Ok(None)`:
+    /// the key is held and the call did not wait.
+    async fn start(
+        &self,
+        key: &str,
+        queue: bool,
+        options: &HoldOptions,
+    ) -> Result<Option<Holding>> {
+        names::check("key", key)?;
+        let store = self.store.inner();
+        store.check_open()?;
+        let driver = store.driver.clone();
+        let renews = driver.capabilities().renewal;
+        let request = HoldRequest {
+            name: KeyName::new(self.name.clone(), key),
+            request_id: RequestId::random(),
+            ttl: renews.then_some(self.ttl),
+            max_hold: self.max_hold,
+            queue,
+        };
+        let name = request.name.clone();
+        let wait = options.wait.or(self.wait);
+        let Some(acquired) = engine::acquire(
+            &driver,
+            &store.runtime,
+            request,
+            wait,
+            options.cancel.as_ref(),
+        )
+        .await?
+        else {
+            return Ok(None);
+        };
+        let renewal = renews.then_some(Renewal {
+            ttl: self.ttl,
+            margin: self.margin,
+        });
+        Holding::start(driver, store.runtime.clone(), name, acquired, renewal)
+            .await
+            .map(Some)
+    }
+
+    /// Waits in line for `key` and holds it until the returned [`Holding`]
+    /// ends or drops: the building block of `hold` for callers (bindings)
+    /// whose held code is not a Rust closure.
+    pub async fn begin(&self, key: &str, options: &HoldOptions) -> Result<Holding> {
+        self.start(key, true, options)
+            .await?
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "a waiting hold returned no lease"))
+    }
+
+    /// Holds `key` if it is free, without waiting (LOCK-17).
+    pub async fn try_begin(&self, key: &str) -> Result<Option<Holding>> {
+        self.start(key, false, &HoldOptions::default()).await
+    }
+
+    /// Holds `key` while the future `f` makes runs, on tokio. The lease is
+    /// renewed in the background where the store needs it (LOCK-06) and
+    /// released when the future completes, fails or is dropped (LOCK-11).
+    /// If the lease was lost meanwhile, the result is `Lost` even when the
+    /// future succeeded (LOCK-10); `lease.lost_signal()` says so at once (LOCK-09).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> leasehold::Result<()> {
+    /// let store = leasehold::Store::memory();
+    /// let lock = store.lock("summaries").open()?;
+    /// let fence = lock.hold_async("chat-1", |lease| async move { Ok::<_, leasehold::Error>(lease.fence()) }).await?;
+    /// assert!(fence > 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn hold_async<F, Fut, T, E>(&self, key: &str, f: F) -> Result<T, E>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.hold_async_with(key, &HoldOptions::default(), f).await
+    }
+
+    /// [`Lock::hold_async`] with a per-call wait bound or cancellation token.
+    pub async fn hold_async_with<F, Fut, T, E>(
+        &self,
+        key: &str,
+        options: &HoldOptions,
+        f: F,
+    ) -> Result<T, E>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let holding = self.begin(key, options).await?;
+        let outcome = f(holding.lease().clone()).await;
+        holding.finish(outcome).await
+    }
+
+    /// Runs `f` holding `key` if it is free now; `Ok(None)` and nothing runs
+    /// when it is held (LOCK-17).
+    pub async fn try_hold_async<F, Fut, T, E>(&self, key: &str, f: F) -> Result<Option<T>, E>
+    where
+        F: FnOnce(Lease) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Some(holding) = self.try_begin(key).await? else {
+            return Ok(None);
+        };
+        let outcome = f(holding.lease().clone()).await;
+        holding.finish(outcome).await.map(Some)
+    }
+
+    /// Holds `key` while `f` runs on this thread, blocking while in line, as
+    /// seed 000 shows. Everything [`Lock::hold_async`] promises holds here;
+    /// a panic in `f` releases the lease and goes on unwinding. Must not be
+    /// called from async code (it fails `InvalidArgument` there: use `hold_async`).
+    ///
+    /// ```
+    /// let store = leasehold::Store::memory();
+    /// let lock = store.lock("summaries").open()?;
+    /// lock.hold("chat-1", |lease| {
+    ///     if lease.lost() {
+    ///         return Err(leasehold::Error::new(leasehold::ErrorKind::Lost, "late"));
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// # Ok::<(), leasehold::Error>(())
+    /// ```
+    pub fn hold<F, T, E>(&self, key: &str, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&Lease) -> Result<T, E>,
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        self.hold_with(key, &HoldOptions::default(), f)
+    }
+
+    /// [`Lock::hold`] with a per-call wait bound or cancellation token.
+    pub fn hold_with<F, T, E>(&self, key: &str, options: &HoldOptions, f: F) -> Result<T, E>
+    where
+        F: FnOnce(&Lease) -> Result<T, E>,
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let holding = self.block_on(self.begin(key, options))?;
+        let outcome = f(holding.lease());
+        self.block_on(holding.finish(outcome))
+    }
+
+    /// Runs `f` holding `key` if it is free now, on this thread; `Ok(None)`
+    /// and nothing runs when it is held (LOCK-17).
+    pub fn try_hold<F, T, E>(&self, key: &str, f: F) -> Result<Option<T>, E>
+    where
+        F: FnOnce(&Lease) -> Result<T, E>,
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Some(holding) = self.block_on(self.try_begin(key))? else {
+            return Ok(None);
+        };
+        let outcome = f(holding.lease());
+        self.block_on(holding.finish(outcome)).map(Some)
+    }
+
+    fn block_on<T, E: From<Error>>(&self, fut: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+        if runtime::in_async_context() {
+            return Err(E::from(Error::new(
+                ErrorKind::InvalidArgument,
+                "the blocking hold was called from async code; use hold_async",
+            )));
+        }
+        self.store.inner().runtime.block_on(fut)
+    }
+}

@@ -1,0 +1,162 @@
+//! Manual leases: acquired, extended and released by the caller, with no
+//! background renewal (seed 003), and with a fence (MANUAL-07).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::driver::Driver;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::LeaseId;
+use crate::loss::LossReason;
+
+/// The lock name under which the store keeps manual leases, apart from
+/// every lock's keys (a lock name is never empty).
+pub(crate) const MANUAL_LOCK: &str = "";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Held,
+    Released,
+    /// Lost; `reported` once a `release` has said so.
+    Lost {
+        reason: LossReason,
+        reported: bool,
+    },
+}
+
+#[derive(Debug)]
+struct Inner {
+    driver: Arc<dyn Driver>,
+    name: String,
+    lease_id: LeaseId,
+    fence: u64,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for dyn Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Driver")
+    }
+}
+
+/// A lease the caller keeps itself (seed 003's `Lease`). Cloning shares it,
+/// and it is safe to use from several threads or tasks at once (MANUAL-06).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> leasehold::Result<()> {
+/// use std::time::Duration;
+/// let store = leasehold::Store::memory();
+/// let lease = store.try_acquire("catalog-refresh", Duration::from_secs(60)).await?.expect("free");
+/// lease.extend(Duration::from_secs(60)).await?;
+/// lease.release().await?;
+/// lease.release().await?; // a confirmed release: later calls do nothing
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ManualLease {
+    inner: Arc<Inner>,
+}
+
+impl ManualLease {
+    pub(crate) fn new(
+        driver: Arc<dyn Driver>,
+        name: &str,
+        lease_id: LeaseId,
+        fence: u64,
+    ) -> ManualLease {
+        ManualLease {
+            inner: Arc::new(Inner {
+                driver,
+                name: name.to_owned(),
+                lease_id,
+                fence,
+                state: Mutex::new(State::Held),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The lease's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The fence, with LOCK-02's guarantee (MANUAL-07).
+    pub fn fence(&self) -> u64 {
+        self.inner.fence
+    }
+
+    /// Sets the expiry to now + `d` (it does not add `d` to the old expiry).
+    /// Fails `Lost` when the lease is lost or released, `InvalidTtl` for a `d`
+    /// outside 1 s to 1 h (MANUAL-03). Any other failure leaves the lease as it was.
+    pub async fn extend(&self, d: Duration) -> Result<()> {
+        crate::duration::check_ttl("the extension", d)?;
+        let state = *self.state();
+        match state {
+            State::Held => {}
+            State::Released => return Err(Error::new(ErrorKind::Lost, "the lease was released")),
+            State::Lost { reason, .. } => return Err(Error::lost(reason)),
+        }
+        match self.inner.driver.renew(self.inner.lease_id, Some(d)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::Lost => {
+                let reason = e.loss_reason().unwrap_or(LossReason::Unknown);
+                self.mark_lost(reason);
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    fn mark_lost(&self, reason: LossReason) {
+        let mut st = self.state();
+        if *st == State::Held {
+            *st = State::Lost {
+                reason,
+                reported: false,
+            };
+        }
+    }
+
+    /// Removes the lease if its id still owns the key (MANUAL-04). If it was
+    /// lost, the first release fails `Lost` and touches no newer holder;
+    /// after a confirmed release or loss, later calls do nothing and succeed.
+    /// A store failure leaves the call retryable.
+    pub async fn release(&self) -> Result<()> {
+        let state = *self.state();
+        match state {
+            State::Released | State::Lost { reported: true, .. } => return Ok(()),
+            State::Lost {
+                reason,
+                reported: false,
+            } => {
+                *self.state() = State::Lost {
+                    reason,
+                    reported: true,
+                };
+                return Err(Error::lost(reason));
+            }
+            State::Held => {}
+        }
+        match self.inner.driver.release(self.inner.lease_id).await {
+            Ok(()) => {
+                *self.state() = State::Released;
+                Ok(())
+            }
+            Err(e) if e.kind() == ErrorKind::Lost => {
+                let reason = e.loss_reason().unwrap_or(LossReason::Unknown);
+                *self.state() = State::Lost {
+                    reason,
+                    reported: true,
+                };
+                Err(e)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

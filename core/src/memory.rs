@@ -1,0 +1,309 @@
+//! The embedded store: the lease table in the caller's own process.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::runtime::Handle;
+use tokio::sync::{oneshot, Notify};
+
+use crate::clock::{Clock, Instant};
+use crate::driver::{Acquire, Capabilities, Driver, Granted};
+use crate::error::{Error, ErrorKind, Result};
+use crate::fence::{Fences, WallClockEpochs};
+use crate::ids::{LeaseId, RequestId};
+use crate::loss::LossReason;
+use crate::table::{Event, GiveUp, Grant, HoldAnswer, HoldRequest, LeaseTable, Limits};
+
+/// How an embedded store behaves.
+///
+/// ```
+/// use leasehold::{clock::VirtualClock, MemoryOptions, Store};
+/// let clock = VirtualClock::new();
+/// let store = Store::memory_with(MemoryOptions::default().clock(clock.clone().into()));
+/// # drop(store);
+/// ```
+#[derive(Debug, Clone)]
+pub struct MemoryOptions {
+    pub(crate) clock: Clock,
+    pub(crate) capabilities: Capabilities,
+    pub(crate) limits: Limits,
+}
+
+impl Default for MemoryOptions {
+    fn default() -> MemoryOptions {
+        MemoryOptions {
+            clock: Clock::monotonic(),
+            capabilities: Capabilities {
+                renewal: false,
+                push: true,
+            },
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl MemoryOptions {
+    /// The clock of the table and its holders (a [`crate::clock::VirtualClock`] in tests).
+    pub fn clock(mut self, clock: Clock) -> MemoryOptions {
+        self.clock = clock;
+        self
+    }
+
+    /// Whether held leases run out unless renewed, as they do on a store
+    /// reached over a network. Off by default: a holder in the store's own
+    /// process needs no renewal (LOCK-19). On, the same table and engine
+    /// behave as the server store does, which tests of renewal use.
+    pub fn renewal(mut self, on: bool) -> MemoryOptions {
+        self.capabilities.renewal = on;
+        self
+    }
+
+    /// Whether grants are pushed to waiters (on by default). Off, waiting
+    /// polls, as it must on stores that cannot push (MANUAL-02).
+    pub fn push(mut self, on: bool) -> MemoryOptions {
+        self.capabilities.push = on;
+        self
+    }
+
+    /// The most requests that may wait in one key's line.
+    pub fn waiters_per_key(mut self, n: usize) -> MemoryOptions {
+        self.limits.waiters_per_key = n;
+        self
+    }
+}
+
+struct State {
+    table: LeaseTable,
+    waiters: HashMap<RequestId, oneshot::Sender<Result<Granted>>>,
+    losses: HashMap<LeaseId, oneshot::Sender<LossReason>>,
+    /// The deadline the timer task sleeps until.
+    timer_at: Option<Instant>,
+    closed: bool,
+}
+
+struct Shared {
+    clock: Clock,
+    capabilities: Capabilities,
+    state: Mutex<State>,
+    wake_timer: Arc<Notify>,
+}
+
+/// The embedded store's driver.
+pub struct MemoryDriver {
+    shared: Arc<Shared>,
+}
+
+impl MemoryDriver {
+    /// A new, empty store whose timer runs on `runtime`.
+    pub fn new(options: MemoryOptions, runtime: &Handle) -> Result<MemoryDriver> {
+        let fences = Fences::new(Box::new(WallClockEpochs))?;
+        let shared = Arc::new(Shared {
+            clock: options.clock,
+            capabilities: options.capabilities,
+            state: Mutex::new(State {
+                table: LeaseTable::new(fences, options.limits),
+                waiters: HashMap::new(),
+                losses: HashMap::new(),
+                timer_at: None,
+                closed: false,
+            }),
+            wake_timer: Arc::new(Notify::new()),
+        });
+        runtime.spawn(run_timer(Arc::downgrade(&shared)));
+        Ok(MemoryDriver { shared })
+    }
+
+    /// How many leases the store holds now.
+    pub fn held(&self) -> usize {
+        self.shared.lock().table.held()
+    }
+
+    /// The table's holders of `lock` (or of every lock), for inspection.
+    pub fn holders(&self, lock: Option<&str>) -> Vec<crate::table::Holder> {
+        self.shared.lock().table.holders(lock)
+    }
+}
+
+impl Drop for MemoryDriver {
+    fn drop(&mut self) {
+        self.shared.wake_timer.notify_one();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `op` on the open store, then delivers what it caused.
+    fn with_state<T>(&self, op: impl FnOnce(&mut State, Instant) -> Result<T>) -> Result<T> {
+        let mut st = self.lock();
+        if st.closed {
+            return Err(Error::new(ErrorKind::Closed, "the store is closed"));
+        }
+        let now = self.clock.now();
+        let out = op(&mut st, now);
+        deliver(&mut st, now);
+        if st
+            .table
+            .next_deadline()
+            .is_some_and(|d| st.timer_at.is_none_or(|t| d < t))
+        {
+            self.wake_timer.notify_one();
+        }
+        out
+    }
+}
+
+/// Sends the table's events to whoever waits for them. A grant whose waiter
+/// went away is released at once, never leaked (LOCK-18).
+fn deliver(st: &mut State, now: Instant) {
+    loop {
+        let events = st.table.drain_events();
+        if events.is_empty() {
+            return;
+        }
+        for event in events {
+            match event {
+                Event::Granted(grant) => {
+                    let lease_id = grant.lease_id;
+                    let (loss_tx, loss_rx) = oneshot::channel();
+                    let delivered = st.waiters.remove(&grant.request_id).is_some_and(|tx| {
+                        tx.send(Ok(Granted {
+                            grant,
+                            lost: loss_rx,
+                        }))
+                        .is_ok()
+                    });
+                    if delivered {
+                        st.losses.insert(lease_id, loss_tx);
+                    } else {
+                        let _ = st.table.release(lease_id, now);
+                    }
+                }
+                Event::Lost {
+                    lease_id, reason, ..
+                } => {
+                    if let Some(tx) = st.losses.remove(&lease_id) {
+                        let _ = tx.send(reason);
+                    }
+                }
+                Event::Failed {
+                    request_id,
+                    message,
+                } => {
+                    if let Some(tx) = st.waiters.remove(&request_id) {
+                        let _ = tx.send(Err(Error::new(ErrorKind::Internal, message)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Lets leases expire and revocations happen on time when no call comes.
+async fn run_timer(shared: Weak<Shared>) {
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        let (next, clock) = {
+            let mut st = s.lock();
+            if st.closed {
+                return;
+            }
+            let next = st.table.next_deadline();
+            st.timer_at = next;
+            (next, s.clock.clone())
+        };
+        let wake = s.wake_timer.clone();
+        let notified = wake.notified();
+        let weak = Arc::downgrade(&s);
+        drop(s);
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = clock.sleep_until(at) => {}
+                    _ = notified => {}
+                }
+            }
+            None => notified.await,
+        }
+        let Some(s) = weak.upgrade() else { return };
+        let _ = s.with_state(|st, now| {
+            st.table.advance(now);
+            Ok(())
+        });
+    }
+}
+
+#[async_trait]
+impl Driver for MemoryDriver {
+    fn capabilities(&self) -> Capabilities {
+        self.shared.capabilities
+    }
+
+    fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+
+    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+        let request_id = request.request_id;
+        let queue = request.queue && self.shared.capabilities.push;
+        let request = HoldRequest { queue, ..request };
+        self.shared.with_state(|st, now| {
+            Ok(match st.table.hold(request, now)? {
+                HoldAnswer::Granted(grant) => {
+                    let (tx, rx) = oneshot::channel();
+                    st.losses.insert(grant.lease_id, tx);
+                    Acquire::Granted(Granted { grant, lost: rx })
+                }
+                HoldAnswer::NotHeld => Acquire::NotHeld,
+                HoldAnswer::Queued { .. } => {
+                    let (tx, rx) = oneshot::channel();
+                    st.waiters.insert(request_id, tx);
+                    Acquire::Queued(rx)
+                }
+            })
+        })
+    }
+
+    async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {
+        self.shared
+            .with_state(|st, now| st.table.renew(lease, ttl, now))
+    }
+
+    async fn release(&self, lease: LeaseId) -> Result<()> {
+        self.shared.with_state(|st, now| {
+            st.table.release(lease, now)?;
+            st.losses.remove(&lease);
+            Ok(())
+        })
+    }
+
+    async fn give_up(&self, request: RequestId) -> Result<GiveUp> {
+        self.shared.with_state(|st, now| {
+            st.waiters.remove(&request);
+            let out = st.table.give_up(request, now);
+            if let GiveUp::Released(lease) = out {
+                st.losses.remove(&lease);
+            }
+            Ok(out)
+        })
+    }
+
+    async fn close(&self) {
+        let mut st = self.shared.lock();
+        if st.closed {
+            return;
+        }
+        st.closed = true;
+        st.table.clear(LossReason::Closed);
+        deliver(&mut st, self.shared.clock.now());
+        for (_, tx) in st.waiters.drain() {
+            let _ = tx.send(Err(Error::new(ErrorKind::Closed, "the store was closed")));
+        }
+        drop(st);
+        self.shared.wake_timer.notify_one();
+    }
+}

@@ -1,0 +1,163 @@
+//! Stores: where leases come from.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+
+use crate::driver::Driver;
+use crate::duration;
+use crate::engine::{self, HoldOptions};
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::RequestId;
+use crate::lock::LockBuilder;
+use crate::manual::{ManualLease, MANUAL_LOCK};
+use crate::memory::{MemoryDriver, MemoryOptions};
+use crate::names;
+use crate::runtime;
+use crate::table::{HoldRequest, KeyName};
+
+pub(crate) struct StoreInner {
+    pub(crate) driver: Arc<dyn Driver>,
+    pub(crate) runtime: Handle,
+    closed: AtomicBool,
+}
+
+impl StoreInner {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorKind::Closed, "the store is closed"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for StoreInner {
+    fn drop(&mut self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            let driver = self.driver.clone();
+            self.runtime.spawn(async move { driver.close().await });
+        }
+    }
+}
+
+/// A store of leases. Cloning shares it; the last clone dropped closes it.
+///
+/// ```
+/// let store = leasehold::Store::memory();
+/// let lock = store.lock("summaries").open()?;
+/// let held = lock.try_hold("chat-1", |lease| Ok::<_, leasehold::Error>(lease.fence()))?;
+/// assert!(held.is_some());
+/// # Ok::<(), leasehold::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<StoreInner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("capabilities", &self.inner.driver.capabilities())
+            .finish()
+    }
+}
+
+impl Store {
+    /// An embedded store in this process: holders need no renewal (LOCK-19).
+    pub fn memory() -> Store {
+        Store::memory_with(MemoryOptions::default())
+    }
+
+    /// An embedded store with other options (a virtual clock, renewal on).
+    pub fn memory_with(options: MemoryOptions) -> Store {
+        let runtime = runtime::current_or_global();
+        let driver = MemoryDriver::new(options, &runtime)
+            .expect("the wall-clock epoch source does not fail");
+        Store::from_driver(Arc::new(driver), runtime)
+    }
+
+    /// A store over any driver, whose background work runs on `runtime`.
+    pub fn from_driver(driver: Arc<dyn Driver>, runtime: Handle) -> Store {
+        Store {
+            inner: Arc::new(StoreInner {
+                driver,
+                runtime,
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    pub(crate) fn inner(&self) -> &StoreInner {
+        &self.inner
+    }
+
+    /// The store's driver.
+    pub fn driver(&self) -> &Arc<dyn Driver> {
+        &self.inner.driver
+    }
+
+    /// A lock named `name`; set its options, then [`LockBuilder::open`] it.
+    pub fn lock(&self, name: &str) -> LockBuilder {
+        LockBuilder::new(self.clone(), name)
+    }
+
+    /// Takes the manual lease `name` if nobody holds it; `Ok(None)` when
+    /// another holder has it (MANUAL-01). `ttl`: 1 s to 1 h.
+    pub async fn try_acquire(&self, name: &str, ttl: Duration) -> Result<Option<ManualLease>> {
+        self.manual(name, ttl, false, &HoldOptions::default()).await
+    }
+
+    /// Waits for the manual lease `name` (MANUAL-02), pushed where the store
+    /// pushes grants, polled with jittered backoff elsewhere. The wait has
+    /// its own bound and cancellation in `options`; the ttl starts at the grant.
+    pub async fn acquire(
+        &self,
+        name: &str,
+        ttl: Duration,
+        options: &HoldOptions,
+    ) -> Result<ManualLease> {
+        self.manual(name, ttl, true, options)
+            .await?
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "a waiting acquire returned no lease"))
+    }
+
+    async fn manual(
+        &self,
+        name: &str,
+        ttl: Duration,
+        queue: bool,
+        options: &HoldOptions,
+    ) -> Result<Option<ManualLease>> {
+        names::check("lease name", name)?;
+        duration::check_ttl("ttl", ttl)?;
+        self.inner.check_open()?;
+        let driver = &self.inner.driver;
+        let request = HoldRequest {
+            name: KeyName::new(MANUAL_LOCK, name),
+            request_id: RequestId::random(),
+            ttl: Some(ttl),
+            max_hold: None,
+            queue,
+        };
+        let acquired = engine::acquire(
+            driver,
+            &self.inner.runtime,
+            request,
+            options.wait,
+            options.cancel.as_ref(),
+        )
+        .await?;
+        Ok(acquired.map(|a| {
+            let grant = a.granted.grant;
+            ManualLease::new(driver.clone(), name, grant.lease_id, grant.fence)
+        }))
+    }
+
+    /// Closes the store: every lease it gave ends, every waiting call fails `Closed`.
+    pub async fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.driver.close().await;
+    }
+}

@@ -1,0 +1,46 @@
+//! The table's timers: one min-heap of deadlines, so that expiry costs
+//! O(log n) per lease and nothing is scanned on a tick.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::clock::Instant;
+use crate::ids::{LeaseId, RequestId};
+
+/// What a deadline is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Timer {
+    /// The lease's ttl may have run out (it may have been renewed since).
+    Expire(LeaseId),
+    /// The lease reaches its maxHold.
+    Revoke(LeaseId),
+    /// A request whose lease ended unseen can be forgotten.
+    Forget(RequestId),
+}
+
+/// Deadlines, earliest first. Entries are not removed when their lease goes:
+/// the table checks each popped entry against its current state.
+#[derive(Debug, Default)]
+pub struct Deadlines {
+    heap: BinaryHeap<Reverse<(Instant, Timer)>>,
+}
+
+impl Deadlines {
+    /// Arms `timer` at `at`.
+    pub fn push(&mut self, at: Instant, timer: Timer) {
+        self.heap.push(Reverse((at, timer)));
+    }
+
+    /// The earliest armed deadline.
+    pub fn next(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Takes the earliest timer if it is due at `now`.
+    pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, Timer)> {
+        match self.heap.peek() {
+            Some(Reverse((at, _))) if *at <= now => self.heap.pop().map(|Reverse(e)| e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,599 @@
+//! The lease table: keys, their holders' leases, their lines of waiters, fences
+//! and timers. One implementation serves the embedded store and the server store.
+//!
+//! The table is a plain data structure: it never sleeps and never locks. Its
+//! owner (a driver) gives every call the current instant, calls
+//! [`LeaseTable::advance`] when [`LeaseTable::next_deadline`] comes, and
+//! delivers the [`Event`]s it drains.
+
+mod deadlines;
+
+use std::borrow::Borrow;
+use std::collections::{HashMap, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Instant;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fence::Fences;
+use crate::ids::{LeaseId, RequestId};
+use crate::loss::LossReason;
+use deadlines::{Deadlines, Timer};
+
+/// A key of a lock: the pair (lock name, key).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KeyName {
+    /// The lock's name.
+    pub lock: Arc<str>,
+    /// The key within the lock.
+    pub key: Arc<str>,
+}
+
+impl KeyName {
+    /// The key `key` of lock `lock`.
+    pub fn new(lock: impl Into<Arc<str>>, key: impl Into<Arc<str>>) -> KeyName {
+        KeyName {
+            lock: lock.into(),
+            key: key.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Eq)]
+struct KeyRef(Arc<KeyName>);
+
+impl PartialEq for KeyRef {
+    fn eq(&self, other: &Self) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl Hash for KeyRef {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state)
+    }
+}
+
+impl Borrow<KeyName> for KeyRef {
+    fn borrow(&self) -> &KeyName {
+        &self.0
+    }
+}
+
+/// A request to hold a key.
+#[derive(Debug, Clone)]
+pub struct HoldRequest {
+    /// The key.
+    pub name: KeyName,
+    /// Recognises a retried request (LOCK-03).
+    pub request_id: RequestId,
+    /// How long the lease lasts without renewal; `None`: until released (LOCK-19).
+    pub ttl: Option<Duration>,
+    /// When given, the store revokes the lease this long after its grant (LOCK-12).
+    pub max_hold: Option<Duration>,
+    /// Whether to wait in line when the key is held (`false` for tryHold).
+    pub queue: bool,
+}
+
+/// One grant of one key to one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// The request that was granted.
+    pub request_id: RequestId,
+    /// The lease's id, known only to its holder.
+    pub lease_id: LeaseId,
+    /// The lease's fence (LOCK-02).
+    pub fence: u64,
+    /// When the store lets the lease go unless renewed; `None`: never by ttl.
+    pub expires_at: Option<Instant>,
+    /// When the store revokes the lease whatever its renewals (maxHold).
+    pub revoke_at: Option<Instant>,
+    /// How long before the revocation, at the moment of this answer: what a
+    /// holder on another clock bases its maxHold deadline on.
+    pub revoke_in: Option<Duration>,
+}
+
+/// The store's answer to a hold request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldAnswer {
+    /// The key is the request's now (or was already: a retried request).
+    Granted(Grant),
+    /// The request waits in line, behind `ahead` others; its grant will be an [`Event::Granted`].
+    Queued {
+        /// How many requests are ahead in line.
+        ahead: usize,
+    },
+    /// The key is held and the request did not ask to wait (tryHold).
+    NotHeld,
+}
+
+/// What giving up a request did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveUp {
+    /// The request left the line.
+    LeftLine,
+    /// The request had been granted (a race with the give-up): the lease was released.
+    Released(LeaseId),
+    /// The store knew no such request.
+    Unknown,
+}
+
+/// What happened in the table that someone else must hear of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A request that waited in line was granted.
+    Granted(Grant),
+    /// A request that waited in line could not be granted (the store failed to
+    /// take a new epoch); it has left the line.
+    Failed {
+        /// The request.
+        request_id: RequestId,
+        /// What went wrong.
+        message: String,
+    },
+    /// A lease ended without its holder letting it go.
+    Lost {
+        /// The lease.
+        lease_id: LeaseId,
+        /// The request it was granted to.
+        request_id: RequestId,
+        /// Why.
+        reason: LossReason,
+    },
+}
+
+/// What the table holds of a key's current holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The key.
+    pub name: KeyName,
+    /// The grant, with its current expiry.
+    pub grant: Grant,
+    /// When the lease was granted.
+    pub granted_at: Instant,
+}
+
+#[derive(Debug)]
+struct HolderState {
+    grant: Grant,
+    granted_at: Instant,
+    ttl: Option<Duration>,
+    /// The deadline of this lease's pending `Expire` timer.
+    armed: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    request_id: RequestId,
+    ttl: Option<Duration>,
+    max_hold: Option<Duration>,
+}
+
+#[derive(Debug, Default)]
+struct KeyState {
+    holder: Option<HolderState>,
+    line: VecDeque<Waiter>,
+}
+
+#[derive(Debug)]
+enum RequestState {
+    Waiting(KeyRef),
+    Granted(LeaseId),
+    /// Its lease ended without its holder's release; a retry is answered `Lost` until `forget_at`.
+    Ended {
+        forget_at: Instant,
+    },
+}
+
+/// Limits that keep one caller from growing the table without bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most requests that may wait in one key's line.
+    pub waiters_per_key: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            waiters_per_key: 100_000,
+        }
+    }
+}
+
+/// The keys, their leases and their lines.
+pub struct LeaseTable {
+    keys: HashMap<KeyRef, KeyState>,
+    leases: HashMap<LeaseId, KeyRef>,
+    requests: HashMap<RequestId, RequestState>,
+    deadlines: Deadlines,
+    fences: Fences,
+    limits: Limits,
+    now: Instant,
+    events: Vec<Event>,
+}
+
+impl LeaseTable {
+    /// An empty table granting fences from `fences`.
+    pub fn new(fences: Fences, limits: Limits) -> LeaseTable {
+        LeaseTable {
+            keys: HashMap::new(),
+            leases: HashMap::new(),
+            requests: HashMap::new(),
+            deadlines: Deadlines::default(),
+            fences,
+            limits,
+            now: Instant::default(),
+            events: Vec::new(),
+        }
+    }
+
+    /// The epoch fences come from now.
+    pub fn epoch(&self) -> u32 {
+        self.fences.epoch()
+    }
+
+    /// Takes the events that calls since the last drain produced.
+    pub fn drain_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// When the table next needs [`LeaseTable::advance`] (it may find nothing to do then).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.next()
+    }
+
+    /// How many leases are held.
+    pub fn held(&self) -> usize {
+        self.leases.len()
+    }
+
+    /// How many requests wait in lines.
+    pub fn waiting(&self) -> usize {
+        self.keys.values().map(|k| k.line.len()).sum()
+    }
+
+    /// The current holder of a key, if any.
+    pub fn holder(&self, name: &KeyName) -> Option<Holder> {
+        let state = self.keys.get(name)?;
+        let h = state.holder.as_ref()?;
+        Some(Holder {
+            name: name.clone(),
+            grant: h.grant.clone(),
+            granted_at: h.granted_at,
+        })
+    }
+
+    /// Every holder of lock `lock` (or of every lock), sorted by key.
+    pub fn holders(&self, lock: Option<&str>) -> Vec<Holder> {
+        let mut out: Vec<Holder> = self
+            .keys
+            .iter()
+            .filter(|(k, _)| lock.is_none_or(|l| &*k.0.lock == l))
+            .filter_map(|(k, s)| {
+                s.holder.as_ref().map(|h| Holder {
+                    name: (*k.0).clone(),
+                    grant: h.grant.clone(),
+                    granted_at: h.granted_at,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Moves the table's time to `now` (never back) and lets due leases expire,
+    /// due revocations happen and forgotten requests go, granting the next in line.
+    pub fn advance(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        while let Some((at, timer)) = self.deadlines.pop_due(self.now) {
+            match timer {
+                Timer::Expire(id) => self.on_expire_timer(id, at),
+                Timer::Revoke(id) => {
+                    let due = self
+                        .holder_of(id)
+                        .is_some_and(|h| h.grant.revoke_at == Some(at));
+                    if due {
+                        self.end_unseen(id, LossReason::Revoked);
+                    }
+                }
+                Timer::Forget(rid) => {
+                    if matches!(self.requests.get(&rid), Some(RequestState::Ended { forget_at }) if *forget_at <= self.now)
+                    {
+                        self.requests.remove(&rid);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_expire_timer(&mut self, id: LeaseId, at: Instant) {
+        let now = self.now;
+        let Some(h) = self.holder_of_mut(id) else {
+            return;
+        };
+        if h.armed != Some(at) {
+            return;
+        }
+        match h.grant.expires_at {
+            Some(e) if e <= now => self.end_unseen(id, LossReason::Expired),
+            Some(e) => {
+                h.armed = Some(e);
+                self.deadlines.push(e, Timer::Expire(id));
+            }
+            None => h.armed = None,
+        }
+    }
+
+    fn holder_of(&self, id: LeaseId) -> Option<&HolderState> {
+        let key = self.leases.get(&id)?;
+        self.keys.get(key)?.holder.as_ref()
+    }
+
+    fn holder_of_mut(&mut self, id: LeaseId) -> Option<&mut HolderState> {
+        let key = self.leases.get(&id)?;
+        self.keys.get_mut(key)?.holder.as_mut()
+    }
+
+    /// Asks for a key. A request id seen before is answered as before:
+    /// the same grant, or the same place in line (LOCK-03).
+    pub fn hold(&mut self, req: HoldRequest, now: Instant) -> Result<HoldAnswer> {
+        self.advance(now);
+        match self.requests.get(&req.request_id) {
+            Some(RequestState::Granted(id)) => {
+                let h = self.holder_of(*id).ok_or_else(|| {
+                    Error::new(ErrorKind::Internal, "granted request without lease")
+                })?;
+                return Ok(HoldAnswer::Granted(answer(h, self.now)));
+            }
+            Some(RequestState::Waiting(key)) => {
+                let ahead = self.keys[key]
+                    .line
+                    .iter()
+                    .position(|w| w.request_id == req.request_id)
+                    .unwrap_or(0);
+                return Ok(HoldAnswer::Queued { ahead });
+            }
+            Some(RequestState::Ended { .. }) => {
+                return Err(Error::new(
+                    ErrorKind::Lost,
+                    "this request was granted a lease that has since ended",
+                ));
+            }
+            None => {}
+        }
+        let key = match self.keys.get_key_value(&req.name) {
+            Some((k, _)) => k.clone(),
+            None => KeyRef(Arc::new(req.name.clone())),
+        };
+        let state = self.keys.entry(key.clone()).or_default();
+        if state.holder.is_none() && state.line.is_empty() {
+            let grant = self.grant(&key, req.request_id, req.ttl, req.max_hold)?;
+            return Ok(HoldAnswer::Granted(grant));
+        }
+        if !req.queue {
+            return Ok(HoldAnswer::NotHeld);
+        }
+        if state.line.len() >= self.limits.waiters_per_key {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!(
+                    "the line of this key is full ({} waiters)",
+                    self.limits.waiters_per_key
+                ),
+            ));
+        }
+        state.line.push_back(Waiter {
+            request_id: req.request_id,
+            ttl: req.ttl,
+            max_hold: req.max_hold,
+        });
+        let ahead = state.line.len() - 1;
+        self.requests
+            .insert(req.request_id, RequestState::Waiting(key));
+        Ok(HoldAnswer::Queued { ahead })
+    }
+
+    /// Grants a free key (the caller checked it is free).
+    fn grant(
+        &mut self,
+        key: &KeyRef,
+        request_id: RequestId,
+        ttl: Option<Duration>,
+        max_hold: Option<Duration>,
+    ) -> Result<Grant> {
+        let now = self.now;
+        let fence = self.fences.next()?;
+        let lease_id = loop {
+            let id = LeaseId::random();
+            if !self.leases.contains_key(&id) {
+                break id;
+            }
+        };
+        let grant = Grant {
+            request_id,
+            lease_id,
+            fence,
+            expires_at: ttl.map(|t| now + t),
+            revoke_at: max_hold.map(|m| now + m),
+            revoke_in: max_hold,
+        };
+        if let Some(at) = grant.expires_at {
+            self.deadlines.push(at, Timer::Expire(lease_id));
+        }
+        if let Some(at) = grant.revoke_at {
+            self.deadlines.push(at, Timer::Revoke(lease_id));
+        }
+        let state = self.keys.get_mut(key).expect("granted key exists");
+        state.holder = Some(HolderState {
+            grant: grant.clone(),
+            granted_at: now,
+            ttl,
+            armed: grant.expires_at,
+        });
+        self.leases.insert(lease_id, key.clone());
+        self.requests
+            .insert(request_id, RequestState::Granted(lease_id));
+        Ok(grant)
+    }
+
+    /// Renews a lease by its id for `ttl` from now (the lease's own ttl when
+    /// `None`). An unknown or expired id fails `Lost` and changes nothing (LOCK-05, LOCK-08).
+    pub fn renew(
+        &mut self,
+        lease_id: LeaseId,
+        ttl: Option<Duration>,
+        now: Instant,
+    ) -> Result<Grant> {
+        self.advance(now);
+        let now = self.now;
+        let h = self
+            .holder_of_mut(lease_id)
+            .ok_or_else(|| lost(LossReason::Unknown))?;
+        let mut rearm = None;
+        if let Some(ttl) = ttl.or(h.ttl) {
+            let expires = now + ttl;
+            h.grant.expires_at = Some(expires);
+            h.ttl = Some(ttl);
+            if h.armed.is_none_or(|a| expires < a) {
+                h.armed = Some(expires);
+                rearm = Some(expires);
+            }
+        }
+        let out = answer(h, now);
+        if let Some(at) = rearm {
+            self.deadlines.push(at, Timer::Expire(lease_id));
+        }
+        Ok(out)
+    }
+
+    /// Releases a lease by its id and grants the key to the next in line.
+    /// An unknown id fails `Lost` and changes nothing (LOCK-08).
+    pub fn release(&mut self, lease_id: LeaseId, now: Instant) -> Result<()> {
+        self.advance(now);
+        let key = self
+            .leases
+            .remove(&lease_id)
+            .ok_or_else(|| lost(LossReason::Unknown))?;
+        let holder = self
+            .keys
+            .get_mut(&key)
+            .and_then(|s| s.holder.take())
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "lease without holder"))?;
+        self.requests.remove(&holder.grant.request_id);
+        self.hand_on(&key);
+        Ok(())
+    }
+
+    /// Withdraws a request: out of the line if it waits, released if it was
+    /// granted meanwhile (the grant raced the give-up), nothing if unknown (LOCK-18).
+    pub fn give_up(&mut self, request_id: RequestId, now: Instant) -> GiveUp {
+        self.advance(now);
+        match self.requests.get(&request_id) {
+            Some(RequestState::Waiting(key)) => {
+                let key = key.clone();
+                self.requests.remove(&request_id);
+                if let Some(state) = self.keys.get_mut(&key) {
+                    state.line.retain(|w| w.request_id != request_id);
+                    if state.holder.is_none() && state.line.is_empty() {
+                        self.keys.remove(&key);
+                    }
+                }
+                GiveUp::LeftLine
+            }
+            Some(RequestState::Granted(id)) => {
+                let id = *id;
+                match self.release(id, now) {
+                    Ok(()) => GiveUp::Released(id),
+                    Err(_) => GiveUp::Unknown,
+                }
+            }
+            Some(RequestState::Ended { .. }) | None => GiveUp::Unknown,
+        }
+    }
+
+    /// Ends every lease and empties every line, as a closing store does; each
+    /// holder hears `reason`.
+    pub fn clear(&mut self, reason: LossReason) {
+        for state in self.keys.drain().map(|(_, state)| state) {
+            if let Some(h) = state.holder {
+                self.events.push(Event::Lost {
+                    lease_id: h.grant.lease_id,
+                    request_id: h.grant.request_id,
+                    reason,
+                });
+            }
+        }
+        self.leases.clear();
+        self.requests.clear();
+        self.deadlines = Deadlines::default();
+    }
+
+    /// Ends a lease its holder did not release, tells the holder, and hands the key on.
+    fn end_unseen(&mut self, lease_id: LeaseId, reason: LossReason) {
+        let Some(key) = self.leases.remove(&lease_id) else {
+            return;
+        };
+        let Some(holder) = self.keys.get_mut(&key).and_then(|s| s.holder.take()) else {
+            return;
+        };
+        let request_id = holder.grant.request_id;
+        let retention = holder.ttl.unwrap_or(Duration::ZERO);
+        if retention.is_zero() {
+            self.requests.remove(&request_id);
+        } else {
+            let forget_at = self.now + retention;
+            self.requests
+                .insert(request_id, RequestState::Ended { forget_at });
+            self.deadlines.push(forget_at, Timer::Forget(request_id));
+        }
+        self.events.push(Event::Lost {
+            lease_id,
+            request_id,
+            reason,
+        });
+        self.hand_on(&key);
+    }
+
+    /// Grants a key whose holder just went to the first in line, or drops the
+    /// key's entry when nobody waits.
+    fn hand_on(&mut self, key: &KeyRef) {
+        loop {
+            let Some(state) = self.keys.get_mut(key) else {
+                return;
+            };
+            let Some(w) = state.line.pop_front() else {
+                self.keys.remove(key);
+                return;
+            };
+            match self.grant(key, w.request_id, w.ttl, w.max_hold) {
+                Ok(grant) => {
+                    self.events.push(Event::Granted(grant));
+                    return;
+                }
+                Err(e) => {
+                    self.requests.remove(&w.request_id);
+                    self.events.push(Event::Failed {
+                        request_id: w.request_id,
+                        message: e.message().to_owned(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A holder's grant as an answer at `now`, with the time left before its revocation.
+fn answer(h: &HolderState, now: Instant) -> Grant {
+    Grant {
+        revoke_in: h.grant.revoke_at.map(|at| at.saturating_since(now)),
+        ..h.grant.clone()
+    }
+}
+
+fn lost(reason: LossReason) -> Error {
+    Error::lost(reason)
+}
+
+#[cfg(test)]
+mod tests;
