@@ -176,24 +176,24 @@ impl VirtualClock {
         settle().await;
         let target = self.state().now + by;
         loop {
-            let wakers = {
+            let (wakers, done) = {
                 let mut st = self.state();
-                let next = st.sleepers.keys().next().map(|(d, _)| *d);
-                match next {
-                    Some(d) if d <= target => st.now = st.now.max(d),
+                match st.sleepers.keys().next().map(|(d, _)| *d) {
+                    Some(d) if d <= target => {
+                        st.now = st.now.max(d);
+                        (take_due(&mut st), false)
+                    }
                     _ => {
                         st.now = target;
-                        let due = take_due(&mut st);
-                        drop(st);
-                        due.into_iter().for_each(Waker::wake);
-                        settle().await;
-                        return;
+                        (take_due(&mut st), true)
                     }
                 }
-                take_due(&mut st)
             };
             wakers.into_iter().for_each(Waker::wake);
             settle().await;
+            if done {
+                return;
+            }
         }
     }
 }

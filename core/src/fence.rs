@@ -96,7 +96,7 @@ impl Fences {
     }
 
     /// The next fence, larger than every one before.
-    pub fn next(&mut self) -> Result<u64> {
+    pub fn next_fence(&mut self) -> Result<u64> {
         if self.counter == u32::MAX {
             let epoch = self.source.next_epoch()?;
             if epoch <= self.epoch {
@@ -121,9 +121,9 @@ mod tests {
     #[test]
     fn lock_02_later_store_grants_larger_fences() {
         let mut first = Fences::new(Box::new(WallClockEpochs)).unwrap();
-        let a = first.next().unwrap();
+        let a = first.next_fence().unwrap();
         let mut second = Fences::new(Box::new(WallClockEpochs)).unwrap();
-        let b = second.next().unwrap();
+        let b = second.next_fence().unwrap();
         assert!(b > a, "{b} <= {a}");
         assert!(epoch_of(a) as u64 >= 1_700_000_000);
     }
@@ -132,8 +132,8 @@ mod tests {
     #[test]
     fn lock_02_fences_grow_across_epoch_rollover() {
         let mut fences = Fences::starting_at(Box::new(WallClockEpochs), u32::MAX - 1).unwrap();
-        let last = fences.next().unwrap();
-        let first_of_next = fences.next().unwrap();
+        let last = fences.next_fence().unwrap();
+        let first_of_next = fences.next_fence().unwrap();
         assert_eq!(last & 0xffff_ffff, u64::from(u32::MAX));
         assert!(first_of_next > last);
         assert_eq!(first_of_next & 0xffff_ffff, 1);

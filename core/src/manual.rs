@@ -1,7 +1,7 @@
 //! Manual leases: acquired, extended and released by the caller, with no
 //! background renewal (seed 003), and with a fence (MANUAL-07).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::driver::Driver;
@@ -30,7 +30,8 @@ struct Inner {
     name: String,
     lease_id: LeaseId,
     fence: u64,
-    state: Mutex<State>,
+    /// Held across the store call, so that concurrent calls see each other's outcome.
+    state: tokio::sync::Mutex<State>,
 }
 
 impl std::fmt::Debug for dyn Driver {
@@ -72,13 +73,9 @@ impl ManualLease {
                 name: name.to_owned(),
                 lease_id,
                 fence,
-                state: Mutex::new(State::Held),
+                state: tokio::sync::Mutex::new(State::Held),
             }),
         }
-    }
-
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The lease's name.
@@ -96,8 +93,8 @@ impl ManualLease {
     /// outside 1 s to 1 h (MANUAL-03). Any other failure leaves the lease as it was.
     pub async fn extend(&self, d: Duration) -> Result<()> {
         crate::duration::check_ttl("the extension", d)?;
-        let state = *self.state();
-        match state {
+        let mut state = self.inner.state.lock().await;
+        match *state {
             State::Held => {}
             State::Released => return Err(Error::new(ErrorKind::Lost, "the lease was released")),
             State::Lost { reason, .. } => return Err(Error::lost(reason)),
@@ -105,21 +102,13 @@ impl ManualLease {
         match self.inner.driver.renew(self.inner.lease_id, Some(d)).await {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == ErrorKind::Lost => {
-                let reason = e.loss_reason().unwrap_or(LossReason::Unknown);
-                self.mark_lost(reason);
+                *state = State::Lost {
+                    reason: e.loss_reason().unwrap_or(LossReason::Unknown),
+                    reported: false,
+                };
                 Err(e)
             }
             Err(e) => Err(e),
-        }
-    }
-
-    fn mark_lost(&self, reason: LossReason) {
-        let mut st = self.state();
-        if *st == State::Held {
-            *st = State::Lost {
-                reason,
-                reported: false,
-            };
         }
     }
 
@@ -128,14 +117,14 @@ impl ManualLease {
     /// after a confirmed release or loss, later calls do nothing and succeed.
     /// A store failure leaves the call retryable.
     pub async fn release(&self) -> Result<()> {
-        let state = *self.state();
-        match state {
+        let mut state = self.inner.state.lock().await;
+        match *state {
             State::Released | State::Lost { reported: true, .. } => return Ok(()),
             State::Lost {
                 reason,
                 reported: false,
             } => {
-                *self.state() = State::Lost {
+                *state = State::Lost {
                     reason,
                     reported: true,
                 };
@@ -145,13 +134,12 @@ impl ManualLease {
         }
         match self.inner.driver.release(self.inner.lease_id).await {
             Ok(()) => {
-                *self.state() = State::Released;
+                *state = State::Released;
                 Ok(())
             }
             Err(e) if e.kind() == ErrorKind::Lost => {
-                let reason = e.loss_reason().unwrap_or(LossReason::Unknown);
-                *self.state() = State::Lost {
-                    reason,
+                *state = State::Lost {
+                    reason: e.loss_reason().unwrap_or(LossReason::Unknown),
                     reported: true,
                 };
                 Err(e)

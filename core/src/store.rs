@@ -20,6 +20,7 @@ use crate::table::{HoldRequest, KeyName};
 
 pub(crate) struct StoreInner {
     pub(crate) driver: Arc<dyn Driver>,
+    memory: Option<Arc<MemoryDriver>>,
     pub(crate) runtime: Handle,
     closed: AtomicBool,
 }
@@ -73,9 +74,15 @@ impl Store {
     /// An embedded store with other options (a virtual clock, renewal on).
     pub fn memory_with(options: MemoryOptions) -> Store {
         let runtime = runtime::current_or_global();
-        let driver = MemoryDriver::new(options, &runtime)
-            .expect("the wall-clock epoch source does not fail");
-        Store::from_driver(Arc::new(driver), runtime)
+        let driver = Arc::new(
+            MemoryDriver::new(options, &runtime)
+                .expect("the wall-clock epoch source does not fail"),
+        );
+        let mut store = Store::from_driver(driver.clone(), runtime);
+        Arc::get_mut(&mut store.inner)
+            .expect("a new store is not shared")
+            .memory = Some(driver);
+        store
     }
 
     /// A store over any driver, whose background work runs on `runtime`.
@@ -83,10 +90,16 @@ impl Store {
         Store {
             inner: Arc::new(StoreInner {
                 driver,
+                memory: None,
                 runtime,
                 closed: AtomicBool::new(false),
             }),
         }
+    }
+
+    /// The embedded store's driver, for inspecting its table; `None` for other stores.
+    pub fn memory_driver(&self) -> Option<&MemoryDriver> {
+        self.inner.memory.as_deref()
     }
 
     pub(crate) fn inner(&self) -> &StoreInner {

@@ -403,7 +403,7 @@ impl LeaseTable {
         max_hold: Option<Duration>,
     ) -> Result<Grant> {
         let now = self.now;
-        let fence = self.fences.next()?;
+        let fence = self.fences.next_fence()?;
         let lease_id = loop {
             let id = LeaseId::random();
             if !self.leases.contains_key(&id) {

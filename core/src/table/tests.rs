@@ -1,1 +1,315 @@
+use super::*;
+use crate::fence::{epoch_of, WallClockEpochs};
 
+fn table() -> LeaseTable {
+    LeaseTable::new(
+        Fences::new(Box::new(WallClockEpochs)).unwrap(),
+        Limits::default(),
+    )
+}
+
+fn at(secs: u64) -> Instant {
+    Instant::from_origin(Duration::from_secs(secs))
+}
+
+fn req(key: &str, ttl: Option<u64>) -> HoldRequest {
+    HoldRequest {
+        name: KeyName::new("l", key),
+        request_id: RequestId::random(),
+        ttl: ttl.map(Duration::from_secs),
+        max_hold: None,
+        queue: true,
+    }
+}
+
+fn granted(a: HoldAnswer) -> Grant {
+    match a {
+        HoldAnswer::Granted(g) => g,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+// LOCK-01: one holder per key; the line is first come, first served.
+#[test]
+fn lock_01_line_is_fifo_and_grants_are_pushed() {
+    let mut t = table();
+    let a = granted(t.hold(req("k", Some(10)), at(0)).unwrap());
+    let b = req("k", Some(10));
+    let c = req("k", Some(10));
+    assert_eq!(
+        t.hold(b.clone(), at(0)).unwrap(),
+        HoldAnswer::Queued { ahead: 0 }
+    );
+    assert_eq!(
+        t.hold(c.clone(), at(0)).unwrap(),
+        HoldAnswer::Queued { ahead: 1 }
+    );
+    t.release(a.lease_id, at(1)).unwrap();
+    let events = t.drain_events();
+    assert_eq!(events.len(), 1);
+    let Event::Granted(gb) = &events[0] else {
+        panic!("{events:?}")
+    };
+    assert_eq!(gb.request_id, b.request_id);
+    assert!(gb.fence > a.fence);
+    assert_eq!(t.holder(&b.name).unwrap().grant.lease_id, gb.lease_id);
+    t.release(gb.lease_id, at(2)).unwrap();
+    let Event::Granted(gc) = &t.drain_events()[0] else {
+        panic!()
+    };
+    assert_eq!(gc.request_id, c.request_id);
+}
+
+// LOCK-17: a try request never waits and leaves no trace.
+#[test]
+fn lock_17_try_on_a_held_key_is_not_held() {
+    let mut t = table();
+    granted(t.hold(req("k", None), at(0)).unwrap());
+    let mut r = req("k", None);
+    r.queue = false;
+    assert_eq!(t.hold(r, at(0)).unwrap(), HoldAnswer::NotHeld);
+    assert_eq!(t.waiting(), 0);
+}
+
+// LOCK-03: a repeated request id answers the same lease, or the same place in line.
+#[test]
+fn lock_03_repeated_request_is_answered_as_before() {
+    let mut t = table();
+    let r = req("k", Some(10));
+    let g1 = granted(t.hold(r.clone(), at(0)).unwrap());
+    let g2 = granted(t.hold(r.clone(), at(1)).unwrap());
+    assert_eq!((g1.lease_id, g1.fence), (g2.lease_id, g2.fence));
+    assert_eq!(t.held(), 1);
+    let w = req("k", Some(10));
+    assert_eq!(
+        t.hold(w.clone(), at(1)).unwrap(),
+        HoldAnswer::Queued { ahead: 0 }
+    );
+    assert_eq!(t.hold(w, at(2)).unwrap(), HoldAnswer::Queued { ahead: 0 });
+    assert_eq!(t.waiting(), 1);
+}
+
+// LOCK-03: a request whose lease ended unseen is answered Lost, not with a second lease.
+#[test]
+fn lock_03_retry_after_unseen_expiry_is_lost() {
+    let mut t = table();
+    let r = req("k", Some(10));
+    granted(t.hold(r.clone(), at(0)).unwrap());
+    t.advance(at(10));
+    assert_eq!(
+        t.hold(r.clone(), at(11)).unwrap_err().kind(),
+        ErrorKind::Lost
+    );
+    t.advance(at(30));
+    assert!(matches!(t.hold(r, at(30)).unwrap(), HoldAnswer::Granted(_)));
+}
+
+// LOCK-05: an expired lease is never renewed, even when nobody took the key.
+#[test]
+fn lock_05_expired_lease_is_never_renewed() {
+    let mut t = table();
+    let g = granted(t.hold(req("k", Some(10)), at(0)).unwrap());
+    let err = t.renew(g.lease_id, None, at(10)).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    assert_eq!(err.loss_reason(), Some(LossReason::Unknown));
+    let events = t.drain_events();
+    assert!(
+        matches!(
+            events[..],
+            [Event::Lost {
+                reason: LossReason::Expired,
+                ..
+            }]
+        ),
+        "{events:?}"
+    );
+    let again = granted(t.hold(req("k", Some(10)), at(10)).unwrap());
+    assert!(again.fence > g.fence);
+}
+
+// LOCK-06: a renewal moves the expiry to now + ttl; renewals keep the lease past its ttl.
+#[test]
+fn lock_06_renewal_moves_expiry() {
+    let mut t = table();
+    let g = granted(t.hold(req("k", Some(10)), at(0)).unwrap());
+    for s in [3, 6, 9, 12, 15] {
+        let r = t.renew(g.lease_id, None, at(s)).unwrap();
+        assert_eq!(r.expires_at, Some(at(s + 10)));
+    }
+    t.advance(at(24));
+    assert_eq!(t.held(), 1);
+    t.advance(at(25));
+    assert_eq!(t.held(), 0);
+}
+
+// MANUAL-03: a renewal for a shorter time than is left moves the expiry earlier.
+#[test]
+fn manual_03_shorter_extension_expires_earlier() {
+    let mut t = table();
+    let g = granted(t.hold(req("k", Some(60)), at(0)).unwrap());
+    t.renew(g.lease_id, Some(Duration::from_secs(5)), at(1))
+        .unwrap();
+    t.advance(at(5));
+    assert_eq!(t.held(), 1);
+    t.advance(at(6));
+    assert_eq!(t.held(), 0);
+}
+
+// LOCK-08: renew and release of an unknown id fail Lost and change nothing.
+#[test]
+fn lock_08_unknown_ids_change_nothing() {
+    let mut t = table();
+    let g = granted(t.hold(req("k", Some(10)), at(0)).unwrap());
+    let stranger = LeaseId::random();
+    assert_eq!(
+        t.renew(stranger, None, at(1)).unwrap_err().kind(),
+        ErrorKind::Lost
+    );
+    assert_eq!(
+        t.release(stranger, at(1)).unwrap_err().kind(),
+        ErrorKind::Lost
+    );
+    let fence_as_id = LeaseId(u128::from(g.fence));
+    assert!(t.release(fence_as_id, at(1)).is_err());
+    assert_eq!(
+        t.holder(&KeyName::new("l", "k")).unwrap().grant.lease_id,
+        g.lease_id
+    );
+}
+
+// LOCK-12: maxHold revokes at grant + maxHold whatever the renewals, and hands the key on.
+#[test]
+fn lock_12_max_hold_revokes_despite_renewals() {
+    let mut t = table();
+    let mut r = req("k", Some(10));
+    r.max_hold = Some(Duration::from_secs(20));
+    let g = granted(t.hold(r, at(0)).unwrap());
+    assert_eq!(g.revoke_in, Some(Duration::from_secs(20)));
+    let w = req("k", Some(10));
+    t.hold(w.clone(), at(0)).unwrap();
+    for s in [5, 10, 15] {
+        let r = t.renew(g.lease_id, None, at(s)).unwrap();
+        assert_eq!(r.revoke_in, Some(Duration::from_secs(20 - s)));
+    }
+    t.advance(at(20));
+    let events = t.drain_events();
+    assert!(
+        matches!(&events[0], Event::Lost { reason: LossReason::Revoked, lease_id, .. } if *lease_id == g.lease_id)
+    );
+    assert!(
+        matches!(&events[1], Event::Granted(n) if n.request_id == w.request_id && n.fence > g.fence)
+    );
+}
+
+// LOCK-18: giving up leaves the line; a grant that raced the give-up is released.
+#[test]
+fn lock_18_give_up_leaves_the_line_or_releases() {
+    let mut t = table();
+    let a = granted(t.hold(req("k", None), at(0)).unwrap());
+    let b = req("k", None);
+    let c = req("k", None);
+    t.hold(b.clone(), at(0)).unwrap();
+    t.hold(c.clone(), at(0)).unwrap();
+    assert_eq!(t.give_up(b.request_id, at(1)), GiveUp::LeftLine);
+    t.release(a.lease_id, at(1)).unwrap();
+    let Event::Granted(gc) = &t.drain_events()[0] else {
+        panic!()
+    };
+    assert_eq!(gc.request_id, c.request_id);
+    assert_eq!(
+        t.give_up(c.request_id, at(2)),
+        GiveUp::Released(gc.lease_id)
+    );
+    assert_eq!(t.held(), 0);
+    assert_eq!(t.give_up(c.request_id, at(2)), GiveUp::Unknown);
+}
+
+// LOCK-19: a lease without ttl is never let go by time.
+#[test]
+fn lock_19_lease_without_ttl_does_not_expire() {
+    let mut t = table();
+    granted(t.hold(req("k", None), at(0)).unwrap());
+    t.advance(at(1_000_000));
+    assert_eq!(t.held(), 1);
+    assert!(t.next_deadline().is_none());
+}
+
+// LOCK-20: keys are independent: a key's line does not hold up another key.
+#[test]
+fn lock_20_keys_are_independent() {
+    let mut t = table();
+    granted(t.hold(req("a", Some(10)), at(0)).unwrap());
+    t.hold(req("a", Some(10)), at(0)).unwrap();
+    granted(t.hold(req("b", Some(10)), at(0)).unwrap());
+    let other_lock = HoldRequest {
+        name: KeyName::new("m", "a"),
+        ..req("a", Some(10))
+    };
+    granted(t.hold(other_lock, at(0)).unwrap());
+    assert_eq!(t.held(), 3);
+}
+
+// LOCK-02: fences carry the table's epoch and grow with every grant.
+#[test]
+fn lock_02_fences_carry_epoch_and_grow() {
+    let mut t = table();
+    let mut last = 0;
+    for i in 0..100 {
+        let g = granted(t.hold(req(&format!("k{i}"), None), at(0)).unwrap());
+        assert!(g.fence > last);
+        assert_eq!(epoch_of(g.fence), t.epoch());
+        last = g.fence;
+    }
+}
+
+// ERR-02 groundwork: a full line refuses another waiter.
+#[test]
+fn waiters_per_key_is_bounded() {
+    let mut t = LeaseTable::new(
+        Fences::new(Box::new(WallClockEpochs)).unwrap(),
+        Limits { waiters_per_key: 1 },
+    );
+    granted(t.hold(req("k", None), at(0)).unwrap());
+    t.hold(req("k", None), at(0)).unwrap();
+    assert_eq!(
+        t.hold(req("k", None), at(0)).unwrap_err().kind(),
+        ErrorKind::Unavailable
+    );
+}
+
+#[test]
+fn clear_ends_every_lease() {
+    let mut t = table();
+    granted(t.hold(req("a", None), at(0)).unwrap());
+    t.hold(req("a", None), at(0)).unwrap();
+    t.clear(LossReason::Closed);
+    let events = t.drain_events();
+    assert!(matches!(
+        events[..],
+        [Event::Lost {
+            reason: LossReason::Closed,
+            ..
+        }]
+    ));
+    assert_eq!((t.held(), t.waiting()), (0, 0));
+}
+
+#[test]
+fn holders_lists_one_lock_sorted() {
+    let mut t = table();
+    for k in ["b", "a"] {
+        granted(t.hold(req(k, None), at(0)).unwrap());
+    }
+    let other = HoldRequest {
+        name: KeyName::new("m", "z"),
+        ..req("z", None)
+    };
+    granted(t.hold(other, at(0)).unwrap());
+    let keys: Vec<_> = t
+        .holders(Some("l"))
+        .into_iter()
+        .map(|h| h.name.key.to_string())
+        .collect();
+    assert_eq!(keys, ["a", "b"]);
+    assert_eq!(t.holders(None).len(), 3);
+}

@@ -1,0 +1,449 @@
+//! The holder engine through the Rust API, on the embedded store and on its
+//! renewal mode (leases that run out unless renewed), on a virtual clock.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use leasehold::clock::VirtualClock;
+use leasehold::table::KeyName;
+use leasehold::{
+    CancellationToken, Error, ErrorKind, HoldOptions, LossReason, MemoryDriver, MemoryOptions,
+    Store,
+};
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+fn virtual_store(renewal: bool) -> (VirtualClock, Store) {
+    let clock = VirtualClock::new();
+    let store = Store::memory_with(
+        MemoryOptions::default()
+            .clock(clock.clone().into())
+            .renewal(renewal),
+    );
+    (clock, store)
+}
+
+fn holder_of(store: &Store, lock: &str, key: &str) -> Option<leasehold::table::Holder> {
+    store_memory(store)
+        .holders(Some(lock))
+        .into_iter()
+        .find(|h| h.name == KeyName::new(lock, key))
+}
+
+fn store_memory(store: &Store) -> &MemoryDriver {
+    store.memory_driver().expect("an embedded store")
+}
+
+// LOCK-01, LOCK-11: a second holder waits; the release pushes the grant at once.
+#[tokio::test]
+async fn lock_01_second_holder_waits_then_gets_a_larger_fence() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let first = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    assert!(lock.try_begin("k").await.unwrap().is_none());
+    let lock2 = lock.clone();
+    let waiter = tokio::spawn(async move {
+        lock2
+            .begin("k", &HoldOptions::default())
+            .await
+            .map(|h| h.lease().fence())
+    });
+    tokio::task::yield_now().await;
+    let f1 = first.lease().fence();
+    first.end().await.unwrap();
+    let f2 = waiter.await.unwrap().unwrap();
+    assert!(f2 > f1);
+}
+
+// LOCK-04: the holder's deadline is the send time of the last good renewal + ttl - margin,
+// strictly before the store's expiry.
+#[tokio::test]
+async fn lock_04_holder_deadline_precedes_store_expiry() {
+    let (clock, store) = virtual_store(true);
+    let lock = store.lock("l").ttl(S(10)).margin(S(2)).open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    assert_eq!(h.lease().remaining(), Some(S(8)));
+    for _ in 0..5 {
+        clock.advance(Duration::from_millis(3500)).await;
+        let remaining = h.lease().remaining().unwrap();
+        let store_expiry = holder_of(&store, "l", "k")
+            .unwrap()
+            .grant
+            .expires_at
+            .unwrap();
+        let holder_deadline = clock.now() + remaining;
+        assert!(
+            holder_deadline < store_expiry,
+            "{holder_deadline:?} >= {store_expiry:?}"
+        );
+        assert_eq!(store_expiry.saturating_since(holder_deadline), S(2));
+    }
+    h.end().await.unwrap();
+}
+
+// LOCK-06: renewal every ttl/3 keeps a lease alive far past its ttl.
+#[tokio::test]
+async fn lock_06_background_renewal_keeps_the_lease() {
+    let (clock, store) = virtual_store(true);
+    let lock = store.lock("l").ttl(S(3)).open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    clock.advance(S(60)).await;
+    assert!(!h.lease().lost());
+    let expiry = holder_of(&store, "l", "k")
+        .unwrap()
+        .grant
+        .expires_at
+        .unwrap();
+    assert!(expiry.saturating_since(clock.now()) >= S(2));
+    h.end().await.unwrap();
+}
+
+// LOCK-05, LOCK-09: a lease whose renewals fail is lost at the holder's deadline; the
+// store's later expiry then frees the key and a new hold gets a larger fence.
+#[tokio::test]
+async fn lock_05_lost_lease_is_not_renewed_and_rehold_is_new() {
+    let (clock, store) = virtual_store(true);
+    let lock = store.lock("l").ttl(S(3)).open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let old_fence = h.lease().fence();
+    // Another party releases the lease by its id: renewals now fail Lost.
+    let id = holder_of(&store, "l", "k").unwrap().grant.lease_id;
+    store.driver().release(id).await.unwrap();
+    clock.advance(S(2)).await;
+    assert!(h.lease().lost());
+    assert_eq!(h.lease().loss_reason(), Some(LossReason::Unknown));
+    assert_eq!(
+        store.driver().renew(id, None).await.unwrap_err().kind(),
+        ErrorKind::Lost
+    );
+    assert_eq!(h.end().await.unwrap_err().kind(), ErrorKind::Lost);
+    let again = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    assert!(again.lease().fence() > old_fence);
+    again.end().await.unwrap();
+}
+
+// LOCK-09, LOCK-10: loss reaches the running function at once, and hold fails Lost even though
+// the function succeeded; the function's own error stays reachable.
+#[tokio::test]
+async fn lock_10_loss_fails_hold_and_keeps_function_error() {
+    let (clock, store) = virtual_store(false);
+    let lock = store.lock("l").ttl(S(1)).max_hold(S(2)).open().unwrap();
+    let c = clock.clone();
+    let ok: Result<u64, Error> = lock
+        .hold_async("k", |lease| async move {
+            tokio::select! {
+                _ = lease.lost_signal() => {}
+                _ = c.advance(S(3)) => {}
+            }
+            assert!(lease.lost());
+            Ok(7)
+        })
+        .await;
+    let err = ok.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    assert_eq!(err.loss_reason(), Some(LossReason::Revoked));
+    let c = clock.clone();
+    let failed: Result<(), Error> = lock
+        .hold_async("k", |_lease| async move {
+            c.advance(S(3)).await;
+            Err(Error::new(ErrorKind::Unavailable, "the model timed out"))
+        })
+        .await;
+    let err = failed.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    assert_eq!(
+        err.cause().unwrap().to_string(),
+        "Unavailable: the model timed out"
+    );
+}
+
+// LOCK-11: the lease is released when the function returns, fails, panics or is cancelled.
+#[tokio::test]
+async fn lock_11_release_on_every_exit_path() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let free = |store: &Store| store_memory(store).held() == 0;
+
+    lock.hold_async("k", |_| async { Ok::<_, Error>(()) })
+        .await
+        .unwrap();
+    assert!(free(&store));
+
+    let err: Result<(), Error> = lock
+        .hold_async("k", |_| async {
+            Err(Error::new(ErrorKind::Internal, "boom"))
+        })
+        .await;
+    assert_eq!(err.unwrap_err().kind(), ErrorKind::Internal);
+    assert!(free(&store));
+
+    let l2 = lock.clone();
+    let panicked = tokio::spawn(async move {
+        l2.hold_async("k", |_| async {
+            panic!("the held function panics") as Result<(), Error>
+        })
+        .await
+    })
+    .await;
+    assert!(panicked.is_err());
+    tokio::task::yield_now().await;
+    assert!(free(&store));
+
+    let l3 = lock.clone();
+    let task = tokio::spawn(async move {
+        l3.hold_async("k", |_| async {
+            std::future::pending::<Result<(), Error>>().await
+        })
+        .await
+    });
+    while store_memory(&store).held() == 0 {
+        tokio::task::yield_now().await;
+    }
+    task.abort();
+    let _ = task.await;
+    tokio::task::yield_now().await;
+    assert!(free(&store));
+}
+
+// LOCK-11: the blocking hold releases on return and on panic.
+#[test]
+fn lock_11_blocking_hold_releases_on_panic() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let fence = lock.hold("k", |l| Ok::<_, Error>(l.fence())).unwrap();
+    assert!(fence > 0);
+    let l2 = lock.clone();
+    let joined =
+        std::thread::spawn(move || l2.hold("k", |_| -> Result<(), Error> { panic!("boom") }))
+            .join();
+    assert!(joined.is_err());
+    let next = lock.hold("k", |l| Ok::<_, Error>(l.fence())).unwrap();
+    assert!(next > fence);
+}
+
+#[tokio::test]
+async fn blocking_hold_in_async_code_is_refused() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let err = lock.hold("k", |_| Ok::<_, Error>(())).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+// LOCK-17: try_hold runs nothing when the key is held.
+#[tokio::test]
+async fn lock_17_try_hold_runs_nothing_when_held() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let ran = AtomicUsize::new(0);
+    let got = lock
+        .try_hold_async("k", |_| async {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, Error>(())
+        })
+        .await
+        .unwrap();
+    assert!(got.is_none());
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    h.end().await.unwrap();
+    assert!(
+        lock.try_hold_async("k", |_| async { Ok::<_, Error>(1) })
+            .await
+            .unwrap()
+            == Some(1)
+    );
+}
+
+// LOCK-18: wait bounds time in line; the timed-out request leaves the line.
+#[tokio::test]
+async fn lock_18_wait_timeout_leaves_the_line() {
+    let (clock, store) = virtual_store(false);
+    let lock = store.lock("l").wait(S(2)).open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let l2 = lock.clone();
+    let waiting =
+        tokio::spawn(async move { l2.begin("k", &HoldOptions::default()).await.map(|_| ()) });
+    clock.advance(S(3)).await;
+    let err = waiting.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WaitTimeout);
+    h.end().await.unwrap();
+    assert_eq!(
+        store_memory(&store).held(),
+        0,
+        "the timed-out request was granted"
+    );
+}
+
+// LOCK-18: cancelling a waiting hold leaves the line, and dropping a waiting hold does too.
+#[tokio::test]
+async fn lock_18_cancel_and_drop_leave_the_line() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let cancel = CancellationToken::new();
+    let opts = HoldOptions {
+        wait: None,
+        cancel: Some(cancel.clone()),
+    };
+    let l2 = lock.clone();
+    let waiting = tokio::spawn(async move { l2.begin("k", &opts).await.map(|_| ()) });
+    let l3 = lock.clone();
+    let dropped =
+        tokio::spawn(async move { l3.begin("k", &HoldOptions::default()).await.map(|_| ()) });
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    cancel.cancel();
+    assert_eq!(
+        waiting.await.unwrap().unwrap_err().kind(),
+        ErrorKind::Cancelled
+    );
+    dropped.abort();
+    let _ = dropped.await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    h.end().await.unwrap();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(
+        store_memory(&store).held(),
+        0,
+        "a request that gave up was granted"
+    );
+}
+
+// LOCK-18: many waiters give up while grants race them; no grant is ever leaked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_18_grant_racing_give_up_is_released() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    for round in 0..200 {
+        let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+        let cancel = CancellationToken::new();
+        let opts = HoldOptions {
+            wait: None,
+            cancel: Some(cancel.clone()),
+        };
+        let l2 = lock.clone();
+        let waiting = tokio::spawn(async move { l2.begin("k", &opts).await });
+        tokio::task::yield_now().await;
+        let (end, _) = tokio::join!(h.end(), async { cancel.cancel() });
+        end.unwrap();
+        match waiting.await.unwrap() {
+            Ok(holding) => holding.end().await.unwrap(),
+            Err(e) => assert_eq!(e.kind(), ErrorKind::Cancelled, "round {round}"),
+        }
+        for _ in 0..1000 {
+            if store_memory(&store).held() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            store_memory(&store).held(),
+            0,
+            "round {round}: a grant leaked"
+        );
+    }
+}
+
+// LOCK-19: an embedded holder needs no renewal: an hour passes and nothing is lost.
+#[tokio::test]
+async fn lock_19_embedded_holder_needs_no_renewal() {
+    let (clock, store) = virtual_store(false);
+    let lock = store.lock("l").ttl(S(1)).open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    assert_eq!(h.lease().remaining(), None);
+    clock.advance(S(3600)).await;
+    assert!(!h.lease().lost());
+    assert!(holder_of(&store, "l", "k")
+        .unwrap()
+        .grant
+        .expires_at
+        .is_none());
+    h.end().await.unwrap();
+}
+
+// LOCK-13: bad ttl, maxHold and margin are refused before anything is sent; names are checked.
+#[tokio::test]
+async fn lock_13_bad_options_are_refused() {
+    let store = Store::memory();
+    let err = |b: leasehold::LockBuilder| b.open().unwrap_err().kind();
+    assert_eq!(
+        err(store.lock("l").ttl(Duration::from_millis(500))),
+        ErrorKind::InvalidTtl
+    );
+    assert_eq!(err(store.lock("l").ttl(S(3601))), ErrorKind::InvalidTtl);
+    assert_eq!(
+        err(store.lock("l").ttl(S(10)).max_hold(S(5))),
+        ErrorKind::InvalidTtl
+    );
+    assert_eq!(
+        err(store.lock("l").ttl(S(10)).margin(S(5))),
+        ErrorKind::InvalidTtl
+    );
+    assert_eq!(err(store.lock("")), ErrorKind::EmptyName);
+    assert_eq!(
+        err(store.lock(&"x".repeat(5000))),
+        ErrorKind::InvalidArgument
+    );
+    let lock = store.lock("l").open().unwrap();
+    assert_eq!(lock.ttl(), S(10));
+    assert_eq!(
+        lock.begin("", &HoldOptions::default())
+            .await
+            .err()
+            .unwrap()
+            .kind(),
+        ErrorKind::EmptyName
+    );
+    assert_eq!(store_memory(&store).held(), 0);
+}
+
+// A closed store ends its leases (Closed) and refuses new calls.
+#[tokio::test]
+async fn closing_the_store_ends_leases() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    store.close().await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(h.lease().loss_reason(), Some(LossReason::Closed));
+    assert_eq!(
+        lock.begin("k", &HoldOptions::default())
+            .await
+            .err()
+            .unwrap()
+            .kind(),
+        ErrorKind::Closed
+    );
+    assert_eq!(
+        store.try_acquire("m", S(5)).await.unwrap_err().kind(),
+        ErrorKind::Closed
+    );
+}
+
+// LOCK-20: a key's line never delays another key.
+#[tokio::test]
+async fn lock_20_other_keys_are_not_delayed() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let held = lock.begin("a", &HoldOptions::default()).await.unwrap();
+    let waiters: Vec<_> = (0..10)
+        .map(|_| {
+            let l = lock.clone();
+            tokio::spawn(async move { l.begin("a", &HoldOptions::default()).await.map(drop) })
+        })
+        .collect();
+    tokio::task::yield_now().await;
+    let b = lock.try_begin("b").await.unwrap();
+    assert!(b.is_some());
+    held.end().await.unwrap();
+    for w in waiters {
+        w.await.unwrap().unwrap();
+    }
+}
