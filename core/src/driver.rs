@@ -39,6 +39,21 @@ pub struct Granted {
 /// without reading a grant obliges its owner to give the request up.
 pub type Waiting = oneshot::Receiver<Result<Granted>>;
 
+/// A key's holder as a listing shows it (never its lease id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HolderInfo {
+    /// The lock's name (empty for manual leases).
+    pub lock: String,
+    /// The key.
+    pub key: String,
+    /// The holder's fence.
+    pub fence: u64,
+    /// How long ago the lease was granted.
+    pub held_for: Duration,
+    /// How long before the store lets the lease go unless renewed; `None`: not by time.
+    pub expires_in: Option<Duration>,
+}
+
 /// The answer to [`Driver::hold`].
 #[derive(Debug)]
 pub enum Acquire {
@@ -74,6 +89,9 @@ pub trait Driver: Send + Sync + 'static {
 
     /// Withdraws a waiting request; a grant that raced the give-up is released.
     async fn give_up(&self, request: RequestId) -> Result<GiveUp>;
+
+    /// The holders of lock `lock` (or of every lock), sorted by lock and key.
+    async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>>;
 
     /// Closes the store: every lease it gave ends (`Closed`), every waiter fails.
     async fn close(&self);

@@ -32,6 +32,7 @@ mod loss;
 mod manual;
 mod memory;
 pub mod names;
+pub mod remote;
 mod runtime;
 mod store;
 pub mod table;

@@ -9,9 +9,9 @@ use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
 use crate::clock::{Clock, Instant};
-use crate::driver::{Acquire, Capabilities, Driver, Granted};
+use crate::driver::{Acquire, Capabilities, Driver, Granted, HolderInfo};
 use crate::error::{Error, ErrorKind, Result};
-use crate::fence::{Fences, WallClockEpochs};
+use crate::fence::{EpochSource, Fences, WallClockEpochs};
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::table::{Event, GiveUp, Grant, HoldAnswer, HoldRequest, LeaseTable, Limits};
@@ -96,9 +96,20 @@ pub struct MemoryDriver {
 }
 
 impl MemoryDriver {
-    /// A new, empty store whose timer runs on `runtime`.
+    /// A new, empty store whose timer runs on `runtime`, with the embedded
+    /// store's epochs (the wall clock's seconds, see [`WallClockEpochs`]).
     pub fn new(options: MemoryOptions, runtime: &Handle) -> Result<MemoryDriver> {
-        let fences = Fences::new(Box::new(WallClockEpochs))?;
+        MemoryDriver::with_epochs(options, Box::new(WallClockEpochs), runtime)
+    }
+
+    /// A new, empty store taking its epochs from `epochs` (the server store
+    /// persists them), whose timer runs on `runtime`.
+    pub fn with_epochs(
+        options: MemoryOptions,
+        epochs: Box<dyn EpochSource>,
+        runtime: &Handle,
+    ) -> Result<MemoryDriver> {
+        let fences = Fences::new(epochs)?;
         let shared = Arc::new(Shared {
             clock: options.clock,
             capabilities: options.capabilities,
@@ -115,13 +126,23 @@ impl MemoryDriver {
         Ok(MemoryDriver { shared })
     }
 
+    /// The epoch the store's fences come from now.
+    pub fn epoch(&self) -> u32 {
+        self.shared.lock().table.epoch()
+    }
+
+    /// How many requests wait in lines now.
+    pub fn waiting(&self) -> usize {
+        self.shared.lock().table.waiting()
+    }
+
     /// How many leases the store holds now.
     pub fn held(&self) -> usize {
         self.shared.lock().table.held()
     }
 
-    /// The table's holders of `lock` (or of every lock), for inspection.
-    pub fn holders(&self, lock: Option<&str>) -> Vec<crate::table::Holder> {
+    /// The table's holders of `lock` (or of every lock), with their lease ids, for inspection.
+    pub fn table_holders(&self, lock: Option<&str>) -> Vec<crate::table::Holder> {
         self.shared.lock().table.holders(lock)
     }
 }
@@ -290,6 +311,24 @@ impl Driver for MemoryDriver {
             }
             Ok(out)
         })
+    }
+
+    async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
+        let now = self.shared.clock.now();
+        let holders = self.shared.with_state(|st, now| {
+            st.table.advance(now);
+            Ok(st.table.holders(lock))
+        })?;
+        Ok(holders
+            .into_iter()
+            .map(|h| HolderInfo {
+                lock: h.name.lock.to_string(),
+                key: h.name.key.to_string(),
+                fence: h.grant.fence,
+                held_for: now.saturating_since(h.granted_at),
+                expires_in: h.grant.expires_at.map(|e| e.saturating_since(now)),
+            })
+            .collect())
     }
 
     async fn close(&self) {

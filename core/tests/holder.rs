@@ -25,7 +25,7 @@ fn virtual_store(renewal: bool) -> (VirtualClock, Store) {
 
 fn holder_of(store: &Store, lock: &str, key: &str) -> Option<leasehold::table::Holder> {
     store_memory(store)
-        .holders(Some(lock))
+        .table_holders(Some(lock))
         .into_iter()
         .find(|h| h.name == KeyName::new(lock, key))
 }

@@ -1,0 +1,329 @@
+//! The wire protocol between the server store and its clients
+//! (`docs/protocol.md` describes it byte by byte).
+//!
+//! A connection carries length-delimited frames: a 4-byte big-endian length,
+//! then that many bytes of a [postcard]-encoded [`ClientFrame`] or
+//! [`ServerFrame`]. The client speaks first with [`ClientFrame::Hello`];
+//! after the server's [`ServerFrame::Welcome`], requests carry an id the
+//! reply repeats, so many requests share one connection; grants to waiters
+//! and losses are pushed by the server unasked.
+//!
+//! [postcard]: https://docs.rs/postcard
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ErrorKind};
+use crate::loss::LossReason;
+use crate::table::{GiveUp, Grant};
+
+/// The protocol version this build speaks.
+pub const VERSION: u16 = 1;
+
+/// The largest frame either side accepts unless configured otherwise.
+pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
+
+/// What a token admits a connection to do (LOCK-14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// List holders only.
+    Read,
+    /// Hold keys too.
+    Write,
+}
+
+/// A frame from a client.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientFrame {
+    /// The first frame of a connection.
+    Hello {
+        /// The protocol version the client speaks ([`VERSION`]).
+        version: u16,
+        /// The client's token, when the server requires one.
+        token: Option<String>,
+    },
+    /// A request; the server's [`ServerFrame::Reply`] carries the same id.
+    Request {
+        /// Chosen by the client, unique among its requests in flight.
+        id: u64,
+        /// What is asked.
+        body: Request,
+    },
+}
+
+/// What a client asks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Request {
+    /// Hold a key (LOCK-01, LOCK-03).
+    Hold {
+        /// The lock's name (empty: the manual leases' namespace).
+        lock: String,
+        /// The key.
+        key: String,
+        /// Recognises a retried request.
+        request_id: u128,
+        /// The lease's ttl in milliseconds.
+        ttl_ms: u64,
+        /// The lock's maxHold in milliseconds, if any.
+        max_hold_ms: Option<u64>,
+        /// Wait in line when the key is held.
+        queue: bool,
+    },
+    /// Renew leases by id, many in one frame; each gets its own answer.
+    Renew {
+        /// The leases, each with the ttl (ms) to renew it for.
+        leases: Vec<(u128, u64)>,
+    },
+    /// Release a lease by id.
+    Release {
+        /// The lease.
+        lease_id: u128,
+    },
+    /// Withdraw a waiting request.
+    GiveUp {
+        /// The request.
+        request_id: u128,
+    },
+    /// List the holders of a lock, or of every lock.
+    List {
+        /// The lock, or `None` for every lock.
+        lock: Option<String>,
+    },
+    /// Answer at once: a round trip, to measure or keep a connection alive.
+    Ping,
+}
+
+/// A lease as the wire carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireGrant {
+    /// The request that was granted.
+    pub request_id: u128,
+    /// The lease's id.
+    pub lease_id: u128,
+    /// The lease's fence.
+    pub fence: u64,
+    /// Milliseconds before maxHold revokes the lease, at the moment of the answer.
+    pub revoke_in_ms: Option<u64>,
+}
+
+/// A key's holder, as `List` answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireHolder {
+    /// The lock's name.
+    pub lock: String,
+    /// The key.
+    pub key: String,
+    /// The holder's fence.
+    pub fence: u64,
+    /// Milliseconds since the grant.
+    pub held_ms: u64,
+    /// Milliseconds before the store lets the lease go unless renewed.
+    pub expires_in_ms: Option<u64>,
+}
+
+/// A failure as the wire carries it: an ERR-01 code and a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    /// The ERR-01 code (`"Lost"`, `"InvalidTtl"`, …).
+    pub code: String,
+    /// For people.
+    pub message: String,
+    /// For `Lost`: why (`"expired"`, `"revoked"`, …).
+    pub reason: Option<String>,
+}
+
+/// What the server answers a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reply {
+    /// The key is the request's.
+    Granted(WireGrant),
+    /// The key is held and the request did not wait.
+    NotHeld,
+    /// The request waits in line; its grant will be pushed.
+    Queued {
+        /// How many requests are ahead.
+        ahead: u64,
+    },
+    /// One answer per renewed lease, in the order asked.
+    Renewed(Vec<Result<WireGrant, WireError>>),
+    /// The lease was released.
+    Released,
+    /// What giving up did.
+    GaveUp(WireGiveUp),
+    /// The holders asked for.
+    Holders(Vec<WireHolder>),
+    /// The answer to `Ping`.
+    Pong,
+}
+
+/// [`GiveUp`] on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WireGiveUp {
+    /// The request left the line.
+    LeftLine,
+    /// The request had been granted; the lease was released.
+    Released(u128),
+    /// No such request.
+    Unknown,
+}
+
+/// A frame from the server.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ServerFrame {
+    /// The answer to a good `Hello`.
+    Welcome {
+        /// The protocol version the server speaks.
+        version: u16,
+        /// The server's epoch: it changes every time the store opens (LOCK-15).
+        epoch: u32,
+        /// What this connection may do.
+        role: Role,
+        /// The largest frame the server accepts.
+        max_frame: u32,
+    },
+    /// The connection is refused or closed for `error`; nothing follows.
+    Goodbye(WireError),
+    /// The answer to request `id`.
+    Reply {
+        /// The request's id.
+        id: u64,
+        /// The answer, or why there is none.
+        body: Result<Reply, WireError>,
+    },
+    /// A request that waited in line was granted (pushed).
+    Granted(WireGrant),
+    /// A request that waited in line failed (pushed).
+    Failed {
+        /// The request.
+        request_id: u128,
+        /// Why.
+        error: WireError,
+    },
+    /// A lease ended without its holder (pushed): expiry, maxHold.
+    Lost {
+        /// The lease.
+        lease_id: u128,
+        /// Why (`"expired"`, `"revoked"`, …).
+        reason: String,
+    },
+}
+
+impl From<&Error> for WireError {
+    fn from(e: &Error) -> WireError {
+        WireError {
+            code: e.kind().code().to_owned(),
+            message: e.message().to_owned(),
+            reason: e.loss_reason().map(|r| r.as_str().to_owned()),
+        }
+    }
+}
+
+impl From<WireError> for Error {
+    fn from(w: WireError) -> Error {
+        let kind = ErrorKind::from_code(&w.code).unwrap_or(ErrorKind::Internal);
+        match w.reason.as_deref().and_then(LossReason::parse) {
+            Some(reason) if kind == ErrorKind::Lost => Error::lost(reason),
+            _ => Error::new(kind, w.message),
+        }
+    }
+}
+
+impl From<&Grant> for WireGrant {
+    fn from(g: &Grant) -> WireGrant {
+        WireGrant {
+            request_id: g.request_id.0,
+            lease_id: g.lease_id.0,
+            fence: g.fence,
+            revoke_in_ms: g.revoke_in.map(millis),
+        }
+    }
+}
+
+impl From<GiveUp> for WireGiveUp {
+    fn from(g: GiveUp) -> WireGiveUp {
+        match g {
+            GiveUp::LeftLine => WireGiveUp::LeftLine,
+            GiveUp::Released(id) => WireGiveUp::Released(id.0),
+            GiveUp::Unknown => WireGiveUp::Unknown,
+        }
+    }
+}
+
+impl From<WireGiveUp> for GiveUp {
+    fn from(g: WireGiveUp) -> GiveUp {
+        match g {
+            WireGiveUp::LeftLine => GiveUp::LeftLine,
+            WireGiveUp::Released(id) => GiveUp::Released(crate::ids::LeaseId(id)),
+            WireGiveUp::Unknown => GiveUp::Unknown,
+        }
+    }
+}
+
+/// A duration in whole milliseconds, saturating.
+pub fn millis(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Encodes a frame's payload (without the length prefix).
+pub fn encode<T: Serialize>(frame: &T) -> Result<Vec<u8>, Error> {
+    postcard::to_stdvec(frame).map_err(|e| Error::new(ErrorKind::Internal, format!("encode: {e}")))
+}
+
+/// Decodes a frame's payload; anything that is not exactly one frame fails `Protocol`.
+pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, Error> {
+    let (frame, rest) = postcard::take_from_bytes(bytes)
+        .map_err(|e| Error::new(ErrorKind::Protocol, format!("bad frame: {e}")))?;
+    if !rest.is_empty() {
+        return Err(Error::new(
+            ErrorKind::Protocol,
+            format!("{} bytes after the frame", rest.len()),
+        ));
+    }
+    Ok(frame)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip() {
+        let frames = [
+            ClientFrame::Hello { version: VERSION, token: Some("t".into()) },
+            ClientFrame::Request {
+                id: 7,
+                body: Request::Hold {
+                    lock: "l".into(),
+                    key: "k".into(),
+                    request_id: u128::MAX,
+                    ttl_ms: 10_000,
+                    max_hold_ms: None,
+                    queue: true,
+                },
+            },
+            ClientFrame::Request { id: 8, body: Request::Renew { leases: vec![(1, 2), (3, 4)] } },
+        ];
+        for f in frames {
+            let bytes = encode(&f).unwrap();
+            assert_eq!(decode::<ClientFrame>(&bytes).unwrap(), f);
+        }
+    }
+
+    // ERR-02: garbage, truncated and trailing bytes are Protocol errors, never panics.
+    #[test]
+    fn err_02_bad_payloads_are_protocol_errors() {
+        let good = encode(&ClientFrame::Request { id: 1, body: Request::Ping }).unwrap();
+        let mut trailing = good.clone();
+        trailing.push(0);
+        for bad in [vec![0xff; 9], good[..good.len() - 1].to_vec(), trailing, vec![]] {
+            assert_eq!(decode::<ClientFrame>(&bad).unwrap_err().kind(), ErrorKind::Protocol);
+        }
+    }
+
+    #[test]
+    fn wire_errors_keep_code_and_reason() {
+        let e: Error = WireError::from(&Error::lost(LossReason::Revoked)).into();
+        assert_eq!((e.kind(), e.loss_reason()), (ErrorKind::Lost, Some(LossReason::Revoked)));
+        let e: Error = WireError { code: "WAIT_TIMEOUT".into(), message: "m".into(), reason: None }.into();
+        assert_eq!(e.kind(), ErrorKind::WaitTimeout);
+    }
+}
