@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 
-use crate::driver::Driver;
+use crate::driver::{Driver, HolderInfo};
 use crate::duration;
 use crate::engine::{self, HoldOptions};
 use crate::error::{Error, ErrorKind, Result};
@@ -15,6 +15,7 @@ use crate::lock::LockBuilder;
 use crate::manual::{ManualLease, MANUAL_LOCK};
 use crate::memory::{MemoryDriver, MemoryOptions};
 use crate::names;
+use crate::remote::{ConnectOptions, RemoteDriver};
 use crate::runtime;
 use crate::table::{HoldRequest, KeyName};
 
@@ -83,6 +84,28 @@ impl Store {
             .expect("a new store is not shared")
             .memory = Some(driver);
         store
+    }
+
+    /// The server store at `url` (`leasehold://host:port`, or `leaseholds://`
+    /// for TLS), kept connected in the background.
+    ///
+    /// ```no_run
+    /// # async fn f() -> leasehold::Result<()> {
+    /// use leasehold::{remote::ConnectOptions, Store};
+    /// let store = Store::connect("leasehold://127.0.0.1:7450", ConnectOptions::default().token("s3cret")).await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn connect(url: &str, options: ConnectOptions) -> Result<Store> {
+        let runtime = runtime::current_or_global();
+        let driver = RemoteDriver::connect(url, options, &runtime).await?;
+        Ok(Store::from_driver(Arc::new(driver), runtime))
+    }
+
+    /// The holders of lock `lock` (or of every lock): key, fence, age, time left.
+    pub async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
+        self.inner.check_open()?;
+        self.inner.driver.holders(lock).await
     }
 
     /// A store over any driver, whose background work runs on `runtime`.

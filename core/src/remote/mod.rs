@@ -1,4 +1,11 @@
 //! The server store, reached over a connection: the wire protocol and the
 //! driver that speaks it.
 
+mod client;
+mod connection;
+mod options;
 pub mod protocol;
+
+pub use client::RemoteDriver;
+pub use connection::codec;
+pub use options::{ConnectOptions, Target, DEFAULT_PORT};

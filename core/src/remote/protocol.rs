@@ -288,7 +288,10 @@ mod tests {
     #[test]
     fn frames_round_trip() {
         let frames = [
-            ClientFrame::Hello { version: VERSION, token: Some("t".into()) },
+            ClientFrame::Hello {
+                version: VERSION,
+                token: Some("t".into()),
+            },
             ClientFrame::Request {
                 id: 7,
                 body: Request::Hold {
@@ -300,7 +303,12 @@ mod tests {
                     queue: true,
                 },
             },
-            ClientFrame::Request { id: 8, body: Request::Renew { leases: vec![(1, 2), (3, 4)] } },
+            ClientFrame::Request {
+                id: 8,
+                body: Request::Renew {
+                    leases: vec![(1, 2), (3, 4)],
+                },
+            },
         ];
         for f in frames {
             let bytes = encode(&f).unwrap();
@@ -311,19 +319,39 @@ mod tests {
     // ERR-02: garbage, truncated and trailing bytes are Protocol errors, never panics.
     #[test]
     fn err_02_bad_payloads_are_protocol_errors() {
-        let good = encode(&ClientFrame::Request { id: 1, body: Request::Ping }).unwrap();
+        let good = encode(&ClientFrame::Request {
+            id: 1,
+            body: Request::Ping,
+        })
+        .unwrap();
         let mut trailing = good.clone();
         trailing.push(0);
-        for bad in [vec![0xff; 9], good[..good.len() - 1].to_vec(), trailing, vec![]] {
-            assert_eq!(decode::<ClientFrame>(&bad).unwrap_err().kind(), ErrorKind::Protocol);
+        for bad in [
+            vec![0xff; 9],
+            good[..good.len() - 1].to_vec(),
+            trailing,
+            vec![],
+        ] {
+            assert_eq!(
+                decode::<ClientFrame>(&bad).unwrap_err().kind(),
+                ErrorKind::Protocol
+            );
         }
     }
 
     #[test]
     fn wire_errors_keep_code_and_reason() {
         let e: Error = WireError::from(&Error::lost(LossReason::Revoked)).into();
-        assert_eq!((e.kind(), e.loss_reason()), (ErrorKind::Lost, Some(LossReason::Revoked)));
-        let e: Error = WireError { code: "WAIT_TIMEOUT".into(), message: "m".into(), reason: None }.into();
+        assert_eq!(
+            (e.kind(), e.loss_reason()),
+            (ErrorKind::Lost, Some(LossReason::Revoked))
+        );
+        let e: Error = WireError {
+            code: "WAIT_TIMEOUT".into(),
+            message: "m".into(),
+            reason: None,
+        }
+        .into();
         assert_eq!(e.kind(), ErrorKind::WaitTimeout);
     }
 }

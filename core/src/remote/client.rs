@@ -1,0 +1,712 @@
+//! The driver of the server store: one multiplexed connection, reconnected
+//! with backoff; held leases renewed by id on every new connection
+//! (LOCK-07); holds whose answer was lost asked again with the same request
+//! id (LOCK-03); renewals of many leases batched into one frame.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::{SinkExt, StreamExt};
+use rand::Rng;
+use tokio::runtime::Handle;
+use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio_rustls::TlsConnector;
+use tokio_util::bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+use super::connection::{self, Frames, Welcome};
+use super::options::{ConnectOptions, Target};
+use super::protocol::{self, millis, ClientFrame, Reply, Request, ServerFrame, WireGrant};
+use crate::clock::Clock;
+use crate::driver::{
+    Acquire, Capabilities, Driver, GiveUp, Grant, Granted, HoldRequest, HolderInfo,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::{LeaseId, RequestId};
+use crate::loss::LossReason;
+
+const BACKOFF_FIRST: Duration = Duration::from_millis(50);
+const BACKOFF_CAP: Duration = Duration::from_secs(2);
+
+struct Conn {
+    tx: mpsc::UnboundedSender<ClientFrame>,
+}
+
+struct Pending {
+    tx: oneshot::Sender<Result<Reply>>,
+    /// The request id of a hold, so that a `Queued` answer marks its waiter.
+    hold: Option<RequestId>,
+}
+
+struct Waiter {
+    tx: oneshot::Sender<Result<Granted>>,
+    request: Request,
+    ttl_ms: u64,
+    /// The store answered `Queued`: a new connection asks again for it.
+    queued: bool,
+}
+
+struct Held {
+    ttl_ms: u64,
+    loss: oneshot::Sender<LossReason>,
+    epoch: u32,
+}
+
+type RenewReply = oneshot::Sender<Result<WireGrant>>;
+
+#[derive(Default)]
+struct State {
+    conn: Option<Conn>,
+    epoch: Option<u32>,
+    role: Option<super::protocol::Role>,
+    next_id: u64,
+    pending: HashMap<u64, Pending>,
+    waiters: HashMap<RequestId, Waiter>,
+    held: HashMap<LeaseId, Held>,
+    renewals: Vec<(LeaseId, u64, RenewReply)>,
+}
+
+struct Shared {
+    target: Target,
+    options: ConnectOptions,
+    tls: Option<TlsConnector>,
+    clock: Clock,
+    state: Mutex<State>,
+    /// 0 while no connection is up, else the current connection's number.
+    up: watch::Sender<u64>,
+    closed: CancellationToken,
+    renew_wake: Arc<Notify>,
+}
+
+/// The driver of a server store reached over `leasehold://` or `leaseholds://`.
+pub struct RemoteDriver {
+    shared: Arc<Shared>,
+}
+
+fn unavailable(why: &str) -> Error {
+    Error::new(ErrorKind::Unavailable, why)
+}
+
+fn closed() -> Error {
+    Error::new(ErrorKind::Closed, "the store is closed")
+}
+
+fn grant_of(w: &WireGrant) -> Grant {
+    Grant {
+        request_id: RequestId(w.request_id),
+        lease_id: LeaseId(w.lease_id),
+        fence: w.fence,
+        expires_at: None,
+        revoke_at: None,
+        revoke_in: w.revoke_in_ms.map(Duration::from_millis),
+    }
+}
+
+impl RemoteDriver {
+    /// Connects to the store at `url` and keeps connected in the background on `runtime`.
+    /// Fails as the first connection fails: `Unavailable`, `Unauthenticated`, `Protocol`.
+    pub async fn connect(
+        url: &str,
+        options: ConnectOptions,
+        runtime: &Handle,
+    ) -> Result<RemoteDriver> {
+        let target = Target::parse(url)?;
+        let tls = if target.tls {
+            Some(connection::tls_connector(&options)?)
+        } else {
+            None
+        };
+        let first = connection::open(&target, tls.as_ref(), &options).await?;
+        let (up, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            target,
+            options,
+            tls,
+            clock: Clock::monotonic(),
+            state: Mutex::new(State::default()),
+            up,
+            closed: CancellationToken::new(),
+            renew_wake: Arc::new(Notify::new()),
+        });
+        let mut up = shared.up.subscribe();
+        runtime.spawn(run_connections(Arc::downgrade(&shared), first));
+        runtime.spawn(run_renewals(
+            Arc::downgrade(&shared),
+            shared.renew_wake.clone(),
+            shared.closed.clone(),
+        ));
+        while *up.borrow_and_update() == 0 {
+            up.changed()
+                .await
+                .map_err(|_| unavailable("the connection task ended"))?;
+        }
+        Ok(RemoteDriver { shared })
+    }
+
+    /// What the server admits this connection to do, as its last welcome said.
+    pub fn role(&self) -> Option<super::protocol::Role> {
+        self.shared.lock().role
+    }
+
+    /// The server's epoch, as its last welcome said.
+    pub fn epoch(&self) -> Option<u32> {
+        self.shared.lock().epoch
+    }
+}
+
+impl Drop for RemoteDriver {
+    fn drop(&mut self) {
+        self.shared.closed.cancel();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until a connection is up.
+    async fn wait_up(&self) -> Result<()> {
+        let mut up = self.up.subscribe();
+        loop {
+            if self.closed.is_cancelled() {
+                return Err(closed());
+            }
+            if *up.borrow_and_update() != 0 {
+                return Ok(());
+            }
+            tokio::select! {
+                changed = up.changed() => changed.map_err(|_| closed())?,
+                _ = self.closed.cancelled() => return Err(closed()),
+            }
+        }
+    }
+
+    /// Sends a request on the current connection, after `register` ran under
+    /// the same lock (so an answer cannot overtake it).
+    fn send(
+        &self,
+        body: Request,
+        hold: Option<RequestId>,
+        register: impl FnOnce(&mut State),
+    ) -> Result<oneshot::Receiver<Result<Reply>>> {
+        let mut st = self.lock();
+        if self.closed.is_cancelled() {
+            return Err(closed());
+        }
+        let id = st.next_id;
+        let Some(conn) = &st.conn else {
+            return Err(unavailable("not connected"));
+        };
+        conn.tx
+            .send(ClientFrame::Request { id, body })
+            .map_err(|_| unavailable("the connection closed"))?;
+        st.next_id += 1;
+        let (tx, rx) = oneshot::channel();
+        st.pending.insert(id, Pending { tx, hold });
+        register(&mut st);
+        Ok(rx)
+    }
+
+    /// Sends a request and waits for its answer; a connection that drops first fails `Unavailable`.
+    async fn call(&self, body: Request) -> Result<Reply> {
+        let rx = self.send(body, None, |_| {})?;
+        rx.await
+            .unwrap_or_else(|_| Err(unavailable("the connection closed before the answer")))
+    }
+
+    /// Sends a request whose answer nobody waits for.
+    fn fire(&self, body: Request) {
+        let mut st = self.lock();
+        let id = st.next_id;
+        if let Some(conn) = &st.conn {
+            if conn.tx.send(ClientFrame::Request { id, body }).is_ok() {
+                st.next_id += 1;
+            }
+        }
+    }
+
+    /// Hands a grant to its waiter, or releases it when nobody waits (LOCK-18).
+    fn deliver_grant(&self, st: &mut State, w: &WireGrant) {
+        let epoch = st.epoch.unwrap_or(0);
+        let delivered = match st.waiters.remove(&RequestId(w.request_id)) {
+            Some(waiter) => {
+                let (loss, lost) = oneshot::channel();
+                let ok = waiter
+                    .tx
+                    .send(Ok(Granted {
+                        grant: grant_of(w),
+                        lost,
+                    }))
+                    .is_ok();
+                if ok {
+                    st.held.insert(
+                        LeaseId(w.lease_id),
+                        Held {
+                            ttl_ms: waiter.ttl_ms,
+                            loss,
+                            epoch,
+                        },
+                    );
+                }
+                ok
+            }
+            None => st.held.contains_key(&LeaseId(w.lease_id)),
+        };
+        if !delivered {
+            let id = st.next_id;
+            if let Some(conn) = &st.conn {
+                if conn
+                    .tx
+                    .send(ClientFrame::Request {
+                        id,
+                        body: Request::Release {
+                            lease_id: w.lease_id,
+                        },
+                    })
+                    .is_ok()
+                {
+                    st.next_id += 1;
+                }
+            }
+        }
+    }
+
+    /// Handles one frame from the server; `false` ends the connection.
+    fn on_frame(&self, frame: ServerFrame) -> bool {
+        let mut st = self.lock();
+        match frame {
+            ServerFrame::Reply { id, body } => {
+                if let Some(p) = st.pending.remove(&id) {
+                    if let (Some(rid), Ok(Reply::Queued { .. })) = (p.hold, &body) {
+                        if let Some(w) = st.waiters.get_mut(&rid) {
+                            w.queued = true;
+                        }
+                    }
+                    let _ = p.tx.send(body.map_err(Error::from));
+                }
+                true
+            }
+            ServerFrame::Granted(w) => {
+                self.deliver_grant(&mut st, &w);
+                true
+            }
+            ServerFrame::Failed { request_id, error } => {
+                if let Some(w) = st.waiters.remove(&RequestId(request_id)) {
+                    let _ = w.tx.send(Err(error.into()));
+                }
+                true
+            }
+            ServerFrame::Lost { lease_id, reason } => {
+                if let Some(h) = st.held.remove(&LeaseId(lease_id)) {
+                    let _ = h
+                        .loss
+                        .send(LossReason::parse(&reason).unwrap_or(LossReason::Unknown));
+                }
+                true
+            }
+            ServerFrame::Goodbye(_) | ServerFrame::Welcome { .. } => false,
+        }
+    }
+}
+
+/// Keeps a connection up: serves the current one until it drops, then
+/// reconnects with jittered exponential backoff, until the store closes.
+async fn run_connections(shared: Weak<Shared>, first: (Frames, Welcome)) {
+    let mut next = Some(first);
+    let mut backoff = BACKOFF_FIRST;
+    loop {
+        let Some(s) = shared.upgrade() else { return };
+        if s.closed.is_cancelled() {
+            return;
+        }
+        let (frames, welcome) = match next.take() {
+            Some(c) => c,
+            None => {
+                let pause = rand::thread_rng().gen_range(backoff / 2..=backoff);
+                backoff = (backoff * 2).min(BACKOFF_CAP);
+                let closed = s.closed.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep(pause) => {}
+                    _ = closed.cancelled() => return,
+                }
+                match connection::open(&s.target, s.tls.as_ref(), &s.options).await {
+                    Ok(c) => c,
+                    Err(_) => continue,
+                }
+            }
+        };
+        backoff = BACKOFF_FIRST;
+        serve(s, frames, welcome).await;
+    }
+}
+
+/// Serves one connection until it drops or the store closes.
+async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
+    let (mut sink, mut stream) = frames.split::<Bytes>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ClientFrame>();
+    let restarted = {
+        let mut st = shared.lock();
+        let restarted = st.epoch.is_some_and(|e| e != welcome.epoch);
+        st.epoch = Some(welcome.epoch);
+        st.role = Some(welcome.role);
+        st.conn = Some(Conn { tx });
+        restarted
+    };
+    let number = *shared.up.borrow() + 1;
+    shared.up.send_replace(number);
+    tokio::spawn(resync(Arc::downgrade(&shared), restarted));
+    let writer = async {
+        while let Some(frame) = rx.recv().await {
+            let mut batch = vec![frame];
+            while let Ok(more) = rx.try_recv() {
+                batch.push(more);
+            }
+            for frame in batch {
+                let Ok(bytes) = protocol::encode(&frame) else {
+                    return;
+                };
+                if sink.feed(Bytes::from(bytes)).await.is_err() {
+                    return;
+                }
+            }
+            if sink.flush().await.is_err() {
+                return;
+            }
+        }
+    };
+    let reader = async {
+        while let Some(Ok(bytes)) = stream.next().await {
+            let Ok(frame) = protocol::decode::<ServerFrame>(&bytes) else {
+                return;
+            };
+            if !shared.on_frame(frame) {
+                return;
+            }
+        }
+    };
+    tokio::select! {
+        _ = writer => {}
+        _ = reader => {}
+        _ = shared.closed.cancelled() => {}
+    }
+    let pending: Vec<Pending> = {
+        let mut st = shared.lock();
+        st.conn = None;
+        st.pending.drain().map(|(_, p)| p).collect()
+    };
+    shared.up.send_replace(0);
+    for p in pending {
+        let _ = p.tx.send(Err(unavailable("the connection dropped")));
+    }
+}
+
+/// On a new connection: renews every held lease by its id (LOCK-07) — or,
+/// if the store restarted, tells their holders they are lost (LOCK-15) — and
+/// asks again for every request waiting in line, by the same id (LOCK-03).
+async fn resync(shared: Weak<Shared>, restarted: bool) {
+    let Some(s) = shared.upgrade() else { return };
+    let (leases, holds) = {
+        let mut st = s.lock();
+        if restarted {
+            for (_, h) in st.held.drain() {
+                let _ = h.loss.send(LossReason::Restarted);
+            }
+        }
+        let leases: Vec<(u128, u64)> = st.held.iter().map(|(id, h)| (id.0, h.ttl_ms)).collect();
+        let holds: Vec<(RequestId, Request)> = st
+            .waiters
+            .iter()
+            .filter(|(_, w)| w.queued)
+            .map(|(id, w)| (*id, w.request.clone()))
+            .collect();
+        (leases, holds)
+    };
+    if !leases.is_empty() {
+        let asked: Vec<u128> = leases.iter().map(|(id, _)| *id).collect();
+        if let Ok(Reply::Renewed(results)) = s.call(Request::Renew { leases }).await {
+            let mut st = s.lock();
+            for (id, result) in asked.into_iter().zip(results) {
+                if let Err(e) = result {
+                    if Error::from(e).kind() == ErrorKind::Lost {
+                        if let Some(h) = st.held.remove(&LeaseId(id)) {
+                            let _ = h.loss.send(LossReason::Unknown);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (rid, hold) in holds {
+        let answer = s.call(hold).await;
+        let mut st = s.lock();
+        match answer {
+            Ok(Reply::Granted(w)) => s.deliver_grant(&mut st, &w),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::Unavailable => {}
+            Err(e) => {
+                if let Some(w) = st.waiters.remove(&rid) {
+                    let _ = w.tx.send(Err(e));
+                }
+            }
+        }
+    }
+}
+
+/// Sends the renewals asked for meanwhile in one frame, one batch at a time.
+async fn run_renewals(shared: Weak<Shared>, wake: Arc<Notify>, closed: CancellationToken) {
+    loop {
+        let batch = match shared.upgrade() {
+            Some(s) => std::mem::take(&mut s.lock().renewals),
+            None => return,
+        };
+        if batch.is_empty() {
+            tokio::select! {
+                _ = wake.notified() => {}
+                _ = closed.cancelled() => return,
+            }
+            continue;
+        }
+        let Some(s) = shared.upgrade() else { return };
+        let leases = batch.iter().map(|(id, ttl, _)| (id.0, *ttl)).collect();
+        match s.call(Request::Renew { leases }).await {
+            Ok(Reply::Renewed(results)) if results.len() == batch.len() => {
+                let mut st = s.lock();
+                let epoch = st.epoch;
+                for ((id, ttl, tx), result) in batch.into_iter().zip(results) {
+                    let result = result.map_err(Error::from);
+                    match &result {
+                        Ok(_) => {
+                            if let Some(h) = st.held.get_mut(&id) {
+                                h.ttl_ms = ttl;
+                            }
+                        }
+                        Err(e) if e.kind() == ErrorKind::Lost => {
+                            let restarted =
+                                st.held.remove(&id).is_some_and(|h| Some(h.epoch) != epoch);
+                            if restarted {
+                                let _ = tx.send(Err(Error::lost(LossReason::Restarted)));
+                                continue;
+                            }
+                        }
+                        Err(_) => {}
+                    }
+                    let _ = tx.send(result);
+                }
+            }
+            Ok(other) => {
+                for (_, _, tx) in batch {
+                    let _ = tx.send(Err(Error::new(
+                        ErrorKind::Protocol,
+                        format!("renew answered {other:?}"),
+                    )));
+                }
+            }
+            Err(e) => {
+                for (_, _, tx) in batch {
+                    let _ = tx.send(Err(Error::new(e.kind(), e.message())));
+                }
+            }
+        }
+    }
+}
+
+fn unexpected(what: &str, reply: &Reply) -> Error {
+    Error::new(ErrorKind::Protocol, format!("{what} answered {reply:?}"))
+}
+
+#[async_trait]
+impl Driver for RemoteDriver {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            renewal: true,
+            push: true,
+        }
+    }
+
+    fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+
+    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+        let s = &self.shared;
+        let rid = request.request_id;
+        let ttl_ms = request.ttl.map(millis).unwrap_or(0);
+        let wire = Request::Hold {
+            lock: request.name.lock.to_string(),
+            key: request.name.key.to_string(),
+            request_id: rid.0,
+            ttl_ms,
+            max_hold_ms: request.max_hold.map(millis),
+            queue: request.queue,
+        };
+        loop {
+            s.wait_up().await?;
+            let (wtx, wrx) = oneshot::channel();
+            let sent = s.send(wire.clone(), Some(rid), |st| {
+                if request.queue {
+                    st.waiters.insert(
+                        rid,
+                        Waiter {
+                            tx: wtx,
+                            request: wire.clone(),
+                            ttl_ms,
+                            queued: false,
+                        },
+                    );
+                }
+            });
+            let answer = match sent {
+                Ok(rx) => rx
+                    .await
+                    .unwrap_or_else(|_| Err(unavailable("the connection dropped"))),
+                Err(e) if e.kind() == ErrorKind::Unavailable => continue,
+                Err(e) => return Err(e),
+            };
+            let mut st = s.lock();
+            match answer {
+                Ok(Reply::Queued { .. }) => return Ok(Acquire::Queued(wrx)),
+                Err(e) if e.kind() == ErrorKind::Unavailable => {
+                    st.waiters.remove(&rid);
+                    continue;
+                }
+                Ok(Reply::Granted(w)) => {
+                    st.waiters.remove(&rid);
+                    let (loss, lost) = oneshot::channel();
+                    let epoch = st.epoch.unwrap_or(0);
+                    st.held.insert(
+                        LeaseId(w.lease_id),
+                        Held {
+                            ttl_ms,
+                            loss,
+                            epoch,
+                        },
+                    );
+                    return Ok(Acquire::Granted(Granted {
+                        grant: grant_of(&w),
+                        lost,
+                    }));
+                }
+                Ok(Reply::NotHeld) => {
+                    st.waiters.remove(&rid);
+                    return Ok(Acquire::NotHeld);
+                }
+                Ok(other) => {
+                    st.waiters.remove(&rid);
+                    return Err(unexpected("hold", &other));
+                }
+                Err(e) => {
+                    st.waiters.remove(&rid);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {
+        let ttl_ms = match ttl {
+            Some(t) => millis(t),
+            None => self
+                .shared
+                .lock()
+                .held
+                .get(&lease)
+                .map(|h| h.ttl_ms)
+                .ok_or_else(|| Error::lost(LossReason::Unknown))?,
+        };
+        let (tx, rx) = oneshot::channel();
+        self.shared.lock().renewals.push((lease, ttl_ms, tx));
+        self.shared.renew_wake.notify_one();
+        let wire = rx.await.unwrap_or_else(|_| Err(closed()))?;
+        Ok(grant_of(&wire))
+    }
+
+    async fn release(&self, lease: LeaseId) -> Result<()> {
+        let s = &self.shared;
+        let ttl = s
+            .lock()
+            .held
+            .remove(&lease)
+            .map_or(s.options.connect_timeout, |h| {
+                Duration::from_millis(h.ttl_ms)
+            });
+        let attempt = async {
+            loop {
+                s.wait_up().await?;
+                match s.call(Request::Release { lease_id: lease.0 }).await {
+                    Ok(Reply::Released) => return Ok(()),
+                    Ok(other) => return Err(unexpected("release", &other)),
+                    Err(e) if e.kind() == ErrorKind::Unavailable => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        tokio::time::timeout(ttl, attempt)
+            .await
+            .unwrap_or_else(|_| Err(unavailable("the store could not be reached to release")))
+    }
+
+    async fn give_up(&self, request: RequestId) -> Result<GiveUp> {
+        self.shared.lock().waiters.remove(&request);
+        match self
+            .shared
+            .call(Request::GiveUp {
+                request_id: request.0,
+            })
+            .await?
+        {
+            Reply::GaveUp(g) => Ok(g.into()),
+            other => Err(unexpected("give up", &other)),
+        }
+    }
+
+    async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
+        self.shared.wait_up().await?;
+        match self
+            .shared
+            .call(Request::List {
+                lock: lock.map(str::to_owned),
+            })
+            .await?
+        {
+            Reply::Holders(list) => Ok(list
+                .into_iter()
+                .map(|h| HolderInfo {
+                    lock: h.lock,
+                    key: h.key,
+                    fence: h.fence,
+                    held_for: Duration::from_millis(h.held_ms),
+                    expires_in: h.expires_in_ms.map(Duration::from_millis),
+                })
+                .collect()),
+            other => Err(unexpected("list", &other)),
+        }
+    }
+
+    async fn close(&self) {
+        let s = &self.shared;
+        if s.closed.is_cancelled() {
+            return;
+        }
+        let held: Vec<LeaseId> = s.lock().held.keys().copied().collect();
+        for id in &held {
+            s.fire(Request::Release { lease_id: id.0 });
+        }
+        if !held.is_empty() {
+            let _ = tokio::time::timeout(s.options.connect_timeout, s.call(Request::Ping)).await;
+        }
+        s.closed.cancel();
+        let mut st = s.lock();
+        for (_, h) in st.held.drain() {
+            let _ = h.loss.send(LossReason::Closed);
+        }
+        for (_, w) in st.waiters.drain() {
+            let _ = w.tx.send(Err(closed()));
+        }
+        for (_, _, tx) in st.renewals.drain(..) {
+            let _ = tx.send(Err(closed()));
+        }
+    }
+}

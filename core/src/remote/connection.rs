@@ -1,0 +1,134 @@
+//! One connection to a server store: TCP or TLS, length-delimited frames,
+//! and the hello that opens it.
+
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tokio_rustls::TlsConnector;
+use tokio_util::bytes::Bytes;
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+use super::options::{ConnectOptions, Target};
+use super::protocol::{self, ClientFrame, Role, ServerFrame};
+use crate::error::{Error, ErrorKind, Result};
+
+/// A byte stream a connection runs over.
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+
+/// A connection's frames.
+pub type Frames = Framed<Box<dyn Io>, LengthDelimitedCodec>;
+
+/// What the server said in its welcome.
+#[derive(Debug, Clone, Copy)]
+pub struct Welcome {
+    /// The server's epoch (changes when the store opens again).
+    pub epoch: u32,
+    /// What this connection may do.
+    pub role: Role,
+}
+
+/// The codec both sides use: a 4-byte big-endian length, at most `max_frame` bytes.
+pub fn codec(max_frame: usize) -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .max_frame_length(max_frame)
+        .new_codec()
+}
+
+/// Builds the TLS connector for `leaseholds://`, trusting `ca_pem`.
+pub fn tls_connector(options: &ConnectOptions) -> Result<TlsConnector> {
+    let pem = options.ca_pem.as_deref().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidArgument,
+            "leaseholds:// needs the certificates to trust (ConnectOptions::ca_pem)",
+        )
+    })?;
+    let mut roots = RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut &pem[..]) {
+        let cert =
+            cert.map_err(|e| Error::new(ErrorKind::InvalidArgument, format!("bad CA PEM: {e}")))?;
+        roots.add(cert).map_err(|e| {
+            Error::new(
+                ErrorKind::InvalidArgument,
+                format!("bad CA certificate: {e}"),
+            )
+        })?;
+    }
+    if roots.is_empty() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "no certificate in the CA PEM",
+        ));
+    }
+    let config = ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(TlsConnector::from(Arc::new(config)))
+}
+
+fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Unavailable, format!("{what}: {e}"))
+}
+
+/// Opens a connection and says hello. Fails `Unavailable` when the server
+/// cannot be reached, `Unauthenticated` or `Protocol` when it refuses.
+pub async fn open(
+    target: &Target,
+    tls: Option<&TlsConnector>,
+    options: &ConnectOptions,
+) -> Result<(Frames, Welcome)> {
+    let attempt = async {
+        let tcp = TcpStream::connect((target.host.as_str(), target.port))
+            .await
+            .map_err(|e| unavailable(&format!("connect to {}:{}", target.host, target.port), e))?;
+        tcp.set_nodelay(true)
+            .map_err(|e| unavailable("set TCP_NODELAY", e))?;
+        let io: Box<dyn Io> = match tls {
+            Some(connector) => {
+                let name = ServerName::try_from(target.host.clone()).map_err(|e| {
+                    Error::new(
+                        ErrorKind::InvalidArgument,
+                        format!("bad TLS server name: {e}"),
+                    )
+                })?;
+                Box::new(
+                    connector
+                        .connect(name, tcp)
+                        .await
+                        .map_err(|e| unavailable("TLS handshake", e))?,
+                )
+            }
+            None => Box::new(tcp),
+        };
+        let mut frames = Framed::new(io, codec(options.max_frame));
+        let hello = ClientFrame::Hello {
+            version: protocol::VERSION,
+            token: options.token.clone(),
+        };
+        frames
+            .send(Bytes::from(protocol::encode(&hello)?))
+            .await
+            .map_err(|e| unavailable("send hello", e))?;
+        let first = frames
+            .next()
+            .await
+            .ok_or_else(|| unavailable("hello", "the server closed the connection"))?
+            .map_err(|e| unavailable("read welcome", e))?;
+        match protocol::decode::<ServerFrame>(&first)? {
+            ServerFrame::Welcome { epoch, role, .. } => Ok((frames, Welcome { epoch, role })),
+            ServerFrame::Goodbye(e) => Err(Error::from(e)),
+            other => Err(Error::new(
+                ErrorKind::Protocol,
+                format!("expected a welcome, got {other:?}"),
+            )),
+        }
+    };
+    tokio::time::timeout(options.connect_timeout, attempt)
+        .await
+        .map_err(|_| unavailable("connect", "timed out"))?
+}
