@@ -11,7 +11,7 @@ use tokio::sync::{oneshot, Notify};
 use crate::clock::{Clock, Instant};
 use crate::driver::{Acquire, Capabilities, Driver, Granted, HolderInfo};
 use crate::error::{Error, ErrorKind, Result};
-use crate::fence::{EpochSource, Fences, WallClockEpochs};
+use crate::fence::{EpochSource, Fences};
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::table::{Event, GiveUp, Grant, HoldAnswer, HoldRequest, LeaseTable, Limits};
@@ -97,9 +97,9 @@ pub struct MemoryDriver {
 
 impl MemoryDriver {
     /// A new, empty store whose timer runs on `runtime`, with the embedded
-    /// store's epochs (the wall clock's seconds, see [`WallClockEpochs`]).
-    pub fn new(options: MemoryOptions, runtime: &Handle) -> Result<MemoryDriver> {
-        MemoryDriver::with_epochs(options, Box::new(WallClockEpochs), runtime)
+    /// store's fences ([`Fences::wall_clock`]).
+    pub fn new(options: MemoryOptions, runtime: &Handle) -> MemoryDriver {
+        MemoryDriver::with_fences(options, Fences::wall_clock(), runtime)
     }
 
     /// A new, empty store taking its epochs from `epochs` (the server store
@@ -109,7 +109,14 @@ impl MemoryDriver {
         epochs: Box<dyn EpochSource>,
         runtime: &Handle,
     ) -> Result<MemoryDriver> {
-        let fences = Fences::new(epochs)?;
+        Ok(MemoryDriver::with_fences(
+            options,
+            Fences::new(epochs)?,
+            runtime,
+        ))
+    }
+
+    fn with_fences(options: MemoryOptions, fences: Fences, runtime: &Handle) -> MemoryDriver {
         let shared = Arc::new(Shared {
             clock: options.clock,
             capabilities: options.capabilities,
@@ -123,7 +130,7 @@ impl MemoryDriver {
             wake_timer: Arc::new(Notify::new()),
         });
         runtime.spawn(run_timer(Arc::downgrade(&shared)));
-        Ok(MemoryDriver { shared })
+        MemoryDriver { shared }
     }
 
     /// The epoch the store's fences come from now.

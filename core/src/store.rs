@@ -75,10 +75,7 @@ impl Store {
     /// An embedded store with other options (a virtual clock, renewal on).
     pub fn memory_with(options: MemoryOptions) -> Store {
         let runtime = runtime::current_or_global();
-        let driver = Arc::new(
-            MemoryDriver::new(options, &runtime)
-                .expect("the wall-clock epoch source does not fail"),
-        );
+        let driver = Arc::new(MemoryDriver::new(options, &runtime));
         let mut store = Store::from_driver(driver.clone(), runtime);
         Arc::get_mut(&mut store.inner)
             .expect("a new store is not shared")

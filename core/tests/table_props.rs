@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use leasehold::clock::Instant;
-use leasehold::fence::{Fences, WallClockEpochs};
+use leasehold::fence::Fences;
 use leasehold::table::{Event, HoldAnswer, HoldRequest, KeyName, LeaseTable, Limits};
 use leasehold::{LeaseId, RequestId};
 use proptest::prelude::*;
@@ -71,7 +71,7 @@ proptest! {
     // LOCK-01, LOCK-02, LOCK-05: at most one unexpired lease per key, fences grow, no renewal of an expired lease.
     #[test]
     fn lock_01_table_invariants_hold(ops in proptest::collection::vec(op(), 1..120)) {
-        let mut t = LeaseTable::new(Fences::new(Box::new(WallClockEpochs)).unwrap(), Limits::default());
+        let mut t = LeaseTable::new(Fences::wall_clock(), Limits::default());
         let mut now = Instant::default();
         let mut last_fence = 0u64;
         let mut live: HashMap<LeaseId, Known> = HashMap::new();

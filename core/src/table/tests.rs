@@ -1,11 +1,8 @@
 use super::*;
-use crate::fence::{epoch_of, WallClockEpochs};
+use crate::fence::epoch_of;
 
 fn table() -> LeaseTable {
-    LeaseTable::new(
-        Fences::new(Box::new(WallClockEpochs)).unwrap(),
-        Limits::default(),
-    )
+    LeaseTable::new(Fences::wall_clock(), Limits::default())
 }
 
 fn at(secs: u64) -> Instant {
@@ -249,10 +246,24 @@ fn lock_20_keys_are_independent() {
     assert_eq!(t.held(), 3);
 }
 
+/// The epochs 41, 42, … of a store that persists them.
+struct Persisted(u32);
+
+impl crate::fence::EpochSource for Persisted {
+    fn next_epoch(&mut self) -> Result<u32> {
+        self.0 += 1;
+        Ok(self.0)
+    }
+}
+
 // LOCK-02: fences carry the table's epoch and grow with every grant.
 #[test]
 fn lock_02_fences_carry_epoch_and_grow() {
-    let mut t = table();
+    let mut t = LeaseTable::new(
+        Fences::new(Box::new(Persisted(40))).unwrap(),
+        Limits::default(),
+    );
+    assert_eq!(t.epoch(), 41);
     let mut last = 0;
     for i in 0..100 {
         let g = granted(t.hold(req(&format!("k{i}"), None), at(0)).unwrap());
@@ -265,10 +276,7 @@ fn lock_02_fences_carry_epoch_and_grow() {
 // ERR-02 groundwork: a full line refuses another waiter.
 #[test]
 fn waiters_per_key_is_bounded() {
-    let mut t = LeaseTable::new(
-        Fences::new(Box::new(WallClockEpochs)).unwrap(),
-        Limits { waiters_per_key: 1 },
-    );
+    let mut t = LeaseTable::new(Fences::wall_clock(), Limits { waiters_per_key: 1 });
     granted(t.hold(req("k", None), at(0)).unwrap());
     t.hold(req("k", None), at(0)).unwrap();
     assert_eq!(

@@ -1,7 +1,5 @@
-//! Core bugs found while writing the spec tests, each shown by a test that
-//! fails today. They are `#[ignore]`d so that `cargo test` stays green until
-//! core is fixed; run them with
-//! `cargo test -p spec-tests --test core_bugs -- --ignored`.
+//! Embedded fences grow from one process to the next (LOCK-02): a process
+//! that opened many embedded stores, then a later run of the same binary.
 
 use std::process::Command;
 use std::time::Duration;
@@ -23,16 +21,9 @@ async fn first_fence() -> u64 {
     fence
 }
 
-// LOCK-02: CORE BUG (core/src/fence.rs, `WallClockEpochs`). Each embedded
-// store takes the epoch max(last epoch of this process + 1, wall-clock
-// seconds), so a process that opens several stores within a second runs its
-// epochs ahead of the wall clock. A process started after it, within as many
-// seconds, starts again at the wall clock's seconds: its fences are smaller
-// than fences already granted, though the wall clock never stepped back
-// (contrary to the doc of `WallClockEpochs`). Here: 20 stores, then the same
-// test binary run again as "the later process".
+// LOCK-02: 20 embedded stores, then the same test binary run again as "the
+// later process": its first fence is larger than the earlier process's last.
 #[test]
-#[ignore = "core bug: WallClockEpochs runs ahead of the wall clock; a later process grants smaller fences"]
 fn lock_02_embedded_fences_grow_across_a_process_restart() {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -47,13 +38,7 @@ fn lock_02_embedded_fences_grow_across_a_process_restart() {
         last = runtime.block_on(first_fence());
     }
     let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            NAME,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .output()
         .expect("the test binary runs again");
