@@ -1,0 +1,368 @@
+//! The server's settings: command-line flags, their environment variables and
+//! an optional TOML file, merged as flags > environment > file > defaults.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use leasehold::remote::protocol::DEFAULT_MAX_FRAME;
+
+/// The address `serve` listens on unless told otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7450";
+/// The most connections served at once unless told otherwise.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// The most holds and waits one connection may own unless told otherwise.
+pub const DEFAULT_MAX_KEYS_PER_CONNECTION: usize = 10_000;
+/// The most requests that may wait in one key's line unless told otherwise.
+pub const DEFAULT_MAX_WAITERS_PER_KEY: usize = 10_000;
+/// The smallest `--max-frame` accepted: a hello with a long token must fit.
+pub const MIN_MAX_FRAME: usize = 1024;
+/// The largest `--max-frame` accepted.
+pub const MAX_MAX_FRAME: usize = 16 * 1024 * 1024;
+/// The log filter unless told otherwise.
+pub const DEFAULT_LOG: &str = "info";
+
+/// The options of `leasehold serve`. Every option can also be given by its
+/// environment variable or in the `--config` file (same name, without `--`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// A TOML file whose keys mirror these options (`listen = "127.0.0.1:7450"`,
+    /// `data-dir = "/var/lib/leasehold"`, ...). Relative paths in it are taken
+    /// from the file's own directory.
+    #[arg(long, env = "LEASEHOLD_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// The address to accept connections on (`IP:PORT`; port 0 picks a free one).
+    /// [default: 127.0.0.1:7450]
+    #[arg(long, env = "LEASEHOLD_LISTEN", value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+
+    /// The directory of the server's state (its epoch file). Required.
+    #[arg(long, env = "LEASEHOLD_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// A PEM certificate chain: with `--tls-key`, connections speak TLS.
+    #[arg(long, env = "LEASEHOLD_TLS_CERT", value_name = "PEM")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of `--tls-cert`.
+    #[arg(long, env = "LEASEHOLD_TLS_KEY", value_name = "PEM")]
+    pub tls_key: Option<PathBuf>,
+
+    /// A tokens file (lines `TOKEN ROLE`, ROLE `read` or `write`): when given,
+    /// every connection must present one of its tokens.
+    #[arg(long, env = "LEASEHOLD_TOKENS", value_name = "FILE")]
+    pub tokens: Option<PathBuf>,
+
+    /// The largest frame accepted from a client, in bytes. [default: 65536]
+    #[arg(long, env = "LEASEHOLD_MAX_FRAME", value_name = "BYTES")]
+    pub max_frame: Option<usize>,
+
+    /// The most connections served at once; more are refused `Unavailable`.
+    /// [default: 1024]
+    #[arg(long, env = "LEASEHOLD_MAX_CONNECTIONS", value_name = "N")]
+    pub max_connections: Option<usize>,
+
+    /// The most holds and waits one connection may own at once; more are
+    /// answered `Unavailable`. [default: 10000]
+    #[arg(long, env = "LEASEHOLD_MAX_KEYS_PER_CONNECTION", value_name = "N")]
+    pub max_keys_per_connection: Option<usize>,
+
+    /// The most requests that may wait in one key's line; more are answered
+    /// `Unavailable`. [default: 10000]
+    #[arg(long, env = "LEASEHOLD_MAX_WAITERS_PER_KEY", value_name = "N")]
+    pub max_waiters_per_key: Option<usize>,
+
+    /// Serve Prometheus metrics at `http://ADDR/metrics`.
+    #[arg(long, env = "LEASEHOLD_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
+
+    /// The log filter (tracing-subscriber's `EnvFilter` syntax, e.g.
+    /// `info,leasehold_server=debug`); `RUST_LOG` is used when this is unset.
+    /// [default: info]
+    #[arg(long, env = "LEASEHOLD_LOG", value_name = "FILTER")]
+    pub log: Option<String>,
+}
+
+/// The `--config` file: the same settings as the flags, in kebab case.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    /// `listen`.
+    pub listen: Option<SocketAddr>,
+    /// `data-dir`.
+    pub data_dir: Option<PathBuf>,
+    /// `tls-cert`.
+    pub tls_cert: Option<PathBuf>,
+    /// `tls-key`.
+    pub tls_key: Option<PathBuf>,
+    /// `tokens`.
+    pub tokens: Option<PathBuf>,
+    /// `max-frame`.
+    pub max_frame: Option<usize>,
+    /// `max-connections`.
+    pub max_connections: Option<usize>,
+    /// `max-keys-per-connection`.
+    pub max_keys_per_connection: Option<usize>,
+    /// `max-waiters-per-key`.
+    pub max_waiters_per_key: Option<usize>,
+    /// `metrics-listen`.
+    pub metrics_listen: Option<SocketAddr>,
+    /// `log`.
+    pub log: Option<String>,
+}
+
+impl FileConfig {
+    /// Reads and parses a config file; relative paths in it become relative
+    /// to the file's directory.
+    pub fn load(path: &Path) -> Result<FileConfig> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the config file {}", path.display()))?;
+        let mut file = FileConfig::parse(&text)
+            .with_context(|| format!("bad config file {}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        for p in [
+            &mut file.data_dir,
+            &mut file.tls_cert,
+            &mut file.tls_key,
+            &mut file.tokens,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        }
+        Ok(file)
+    }
+
+    /// Parses the text of a config file.
+    pub fn parse(text: &str) -> Result<FileConfig> {
+        Ok(toml::from_str(text)?)
+    }
+}
+
+/// The certificate and key of a TLS listener.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The PEM certificate chain.
+    pub cert: PathBuf,
+    /// The PEM private key.
+    pub key: PathBuf,
+}
+
+/// The bounds that keep one client from taking the server (ERR-02).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest frame accepted from a client, in bytes.
+    pub max_frame: usize,
+    /// The most connections served at once.
+    pub max_connections: usize,
+    /// The most holds and waits one connection may own at once.
+    pub max_keys_per_connection: usize,
+    /// The most requests that may wait in one key's line.
+    pub max_waiters_per_key: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_frame: DEFAULT_MAX_FRAME,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_keys_per_connection: DEFAULT_MAX_KEYS_PER_CONNECTION,
+            max_waiters_per_key: DEFAULT_MAX_WAITERS_PER_KEY,
+        }
+    }
+}
+
+/// Everything a server needs to start, every setting resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// The address to accept connections on.
+    pub listen: SocketAddr,
+    /// The directory of the server's state.
+    pub data_dir: PathBuf,
+    /// TLS, when configured.
+    pub tls: Option<TlsFiles>,
+    /// The tokens file, when connections must authenticate.
+    pub tokens: Option<PathBuf>,
+    /// The bounds of ERR-02.
+    pub limits: Limits,
+    /// Where to serve `/metrics`, if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The log filter.
+    pub log: String,
+}
+
+impl ServerConfig {
+    /// The defaults, keeping state in `data_dir`.
+    pub fn new(data_dir: impl Into<PathBuf>) -> ServerConfig {
+        ServerConfig {
+            listen: DEFAULT_LISTEN.parse().expect("the default address parses"),
+            data_dir: data_dir.into(),
+            tls: None,
+            tokens: None,
+            limits: Limits::default(),
+            metrics_listen: None,
+            log: DEFAULT_LOG.to_owned(),
+        }
+    }
+
+    /// Checks the settings against their ranges.
+    pub fn validate(&self) -> Result<()> {
+        let l = &self.limits;
+        if !(MIN_MAX_FRAME..=MAX_MAX_FRAME).contains(&l.max_frame) {
+            bail!(
+                "max-frame must lie from {MIN_MAX_FRAME} to {MAX_MAX_FRAME} bytes, got {}",
+                l.max_frame
+            );
+        }
+        for (name, n) in [
+            ("max-connections", l.max_connections),
+            ("max-keys-per-connection", l.max_keys_per_connection),
+            ("max-waiters-per-key", l.max_waiters_per_key),
+        ] {
+            if n == 0 {
+                bail!("{name} must be at least 1");
+            }
+        }
+        // The table's semaphore-based connection limit cannot go beyond this.
+        if l.max_connections > tokio::sync::Semaphore::MAX_PERMITS {
+            bail!("max-connections is too large");
+        }
+        Ok(())
+    }
+}
+
+impl ServeArgs {
+    /// Merges the flags (and environment, which clap has already folded in)
+    /// over the config file over the defaults.
+    pub fn resolve(self) -> Result<ServerConfig> {
+        let file = match &self.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        self.resolve_with(file, std::env::var("RUST_LOG").ok())
+    }
+
+    /// [`ServeArgs::resolve`] with the file already read and `RUST_LOG` given.
+    pub fn resolve_with(self, file: FileConfig, rust_log: Option<String>) -> Result<ServerConfig> {
+        let data_dir = self
+            .data_dir
+            .or(file.data_dir)
+            .context("no data directory: give --data-dir DIR (or LEASEHOLD_DATA_DIR, or data-dir in the config file)")?;
+        let mut config = ServerConfig::new(data_dir);
+        if let Some(listen) = self.listen.or(file.listen) {
+            config.listen = listen;
+        }
+        config.tls = match (
+            self.tls_cert.or(file.tls_cert),
+            self.tls_key.or(file.tls_key),
+        ) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            (Some(_), None) => bail!("--tls-cert needs --tls-key"),
+            (None, Some(_)) => bail!("--tls-key needs --tls-cert"),
+        };
+        config.tokens = self.tokens.or(file.tokens);
+        let d = Limits::default();
+        config.limits = Limits {
+            max_frame: self.max_frame.or(file.max_frame).unwrap_or(d.max_frame),
+            max_connections: self
+                .max_connections
+                .or(file.max_connections)
+                .unwrap_or(d.max_connections),
+            max_keys_per_connection: self
+                .max_keys_per_connection
+                .or(file.max_keys_per_connection)
+                .unwrap_or(d.max_keys_per_connection),
+            max_waiters_per_key: self
+                .max_waiters_per_key
+                .or(file.max_waiters_per_key)
+                .unwrap_or(d.max_waiters_per_key),
+        };
+        config.metrics_listen = self.metrics_listen.or(file.metrics_listen);
+        config.log = self
+            .log
+            .or(file.log)
+            .or(rust_log)
+            .unwrap_or_else(|| DEFAULT_LOG.to_owned());
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_the_file_and_the_file_over_defaults() {
+        let file = FileConfig::parse(
+            r#"
+            listen = "127.0.0.1:9000"
+            data-dir = "/from/file"
+            max-frame = 4096
+            max-connections = 7
+            "#,
+        )
+        .unwrap();
+        let args = ServeArgs {
+            listen: Some("127.0.0.1:9001".parse().unwrap()),
+            max_frame: Some(2048),
+            ..ServeArgs::default()
+        };
+        let c = args.resolve_with(file, None).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:9001".parse().unwrap());
+        assert_eq!(c.data_dir, PathBuf::from("/from/file"));
+        assert_eq!(c.limits.max_frame, 2048);
+        assert_eq!(c.limits.max_connections, 7);
+        assert_eq!(c.limits.max_waiters_per_key, DEFAULT_MAX_WAITERS_PER_KEY);
+        assert_eq!(c.log, "info");
+    }
+
+    #[test]
+    fn bad_settings_are_refused() {
+        assert!(FileConfig::parse("listen = 'nowhere'").is_err());
+        assert!(FileConfig::parse("unknown-key = 1").is_err());
+        let no_dir = ServeArgs::default().resolve_with(FileConfig::default(), None);
+        assert!(no_dir.unwrap_err().to_string().contains("data directory"));
+        let half_tls = ServeArgs {
+            data_dir: Some("d".into()),
+            tls_cert: Some("c.pem".into()),
+            ..ServeArgs::default()
+        };
+        assert!(half_tls.resolve_with(FileConfig::default(), None).is_err());
+        let tiny = ServeArgs {
+            data_dir: Some("d".into()),
+            max_frame: Some(10),
+            ..ServeArgs::default()
+        };
+        assert!(tiny.resolve_with(FileConfig::default(), None).is_err());
+    }
+
+    #[test]
+    fn rust_log_is_the_last_resort_for_the_log_filter() {
+        let args = ServeArgs {
+            data_dir: Some("d".into()),
+            ..ServeArgs::default()
+        };
+        let c = args
+            .resolve_with(FileConfig::default(), Some("debug".into()))
+            .unwrap();
+        assert_eq!(c.log, "debug");
+    }
+
+    #[test]
+    fn relative_paths_in_the_file_follow_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("leasehold.toml");
+        std::fs::write(&path, "data-dir = 'state'\ntokens = '/abs/tokens'\n").unwrap();
+        let file = FileConfig::load(&path).unwrap();
+        assert_eq!(file.data_dir, Some(dir.path().join("state")));
+        assert_eq!(file.tokens, Some(PathBuf::from("/abs/tokens")));
+    }
+}

@@ -1,0 +1,711 @@
+//! One client connection: the hello, then requests answered by id, grants
+//! and losses pushed, all in one select loop per connection, with one writer
+//! task that batches frames.
+//!
+//! A connection owns the requests it queued and the leases it was granted,
+//! for three purposes: pushing their grants and losses, bounding how many one
+//! connection may own (`--max-keys-per-connection`), and giving up its
+//! waiting requests when it closes, after a grace period equal to their ttl,
+//! unless a later `Hold` with the same request id (a client that reconnected)
+//! claims them first. Its leases are left alone when it closes: they run out
+//! by their ttl unless renewed from a new connection (LOCK-07).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures::stream::FuturesUnordered;
+use futures::{SinkExt, StreamExt};
+use leasehold::driver::{Acquire, Driver, Granted, HoldRequest, KeyName, Waiting};
+use leasehold::remote::protocol::{
+    self, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant, WireHolder, VERSION,
+};
+use leasehold::{duration, names, Error, ErrorKind, LeaseId, LossReason, RequestId};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec, LengthDelimitedCodecError};
+
+use crate::metrics::Op;
+use crate::shared::{outbound_codec, SharedRef};
+
+/// How long a client has to send its hello.
+pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many frames may wait for the writer before the connection stops reading.
+const WRITE_QUEUE: usize = 1024;
+/// How many queued frames the writer takes before one flush.
+const WRITE_BATCH: usize = 256;
+/// How long a frame may wait for room in the write queue before the
+/// connection is given up as stalled (a client that does not read).
+const WRITE_STALL: Duration = Duration::from_secs(30);
+/// How long the writer may take to flush what is left when a connection ends.
+const WRITER_DRAIN: Duration = Duration::from_secs(5);
+/// How long, and how much, a closing connection reads and discards after its
+/// goodbye, so that the client reads the goodbye instead of a reset.
+const LINGER: Duration = Duration::from_secs(1);
+const LINGER_BYTES: usize = 1 << 20;
+/// The most encoded bytes one answer of a `Renew` takes per lease (a grant
+/// is at most 60, an error at most about 110): a `Renew` may name at most
+/// `max_frame / RENEW_ENTRY_BYTES` leases, so that its answer fits a frame.
+pub const RENEW_ENTRY_BYTES: usize = 128;
+/// Room for the envelope of a `Reply` frame.
+const REPLY_ENVELOPE_BYTES: usize = 32;
+
+type Frames<S> = FramedRead<ReadHalf<S>, LengthDelimitedCodec>;
+
+/// Why a connection ended.
+enum End {
+    /// The client closed it.
+    Eof,
+    /// It broke: an I/O error, or a client that stopped reading.
+    Broken,
+    /// The server closes it with this goodbye.
+    Goodbye(WireError),
+}
+
+fn wire(kind: ErrorKind, message: impl Into<String>) -> WireError {
+    WireError {
+        code: kind.code().to_owned(),
+        message: message.into(),
+        reason: None,
+    }
+}
+
+fn protocol_end(message: impl Into<String>) -> End {
+    End::Goodbye(wire(ErrorKind::Protocol, message))
+}
+
+/// What a frame-level read error means for the connection.
+fn read_error(e: io::Error) -> End {
+    let oversized = e
+        .get_ref()
+        .is_some_and(|inner| inner.is::<LengthDelimitedCodecError>());
+    if oversized {
+        protocol_end(format!("frame too large: {e}"))
+    } else {
+        End::Broken
+    }
+}
+
+/// A future with a tag that comes back with its output.
+struct Tagged<T, F> {
+    tag: T,
+    fut: F,
+}
+
+impl<T: Copy + Unpin, F: Future + Unpin> Future for Tagged<T, F> {
+    type Output = (T, F::Output);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let tag = self.tag;
+        Pin::new(&mut self.fut).poll(cx).map(|out| (tag, out))
+    }
+}
+
+/// A request of this connection waiting in line.
+#[derive(Debug, Clone, Copy)]
+struct Wait {
+    /// Tells this connection's current receiver for the request from older ones.
+    generation: u64,
+    ttl: Duration,
+}
+
+/// A lease this connection was granted and watches for loss.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    generation: u64,
+    request_id: RequestId,
+}
+
+type GrantWatch = Tagged<(RequestId, u64), Waiting>;
+type LossWatch = Tagged<(LeaseId, u64), oneshot::Receiver<LossReason>>;
+
+/// What woke the connection's loop.
+enum Event {
+    Shutdown,
+    Frame(Option<io::Result<bytes::BytesMut>>),
+    Grant(
+        (RequestId, u64),
+        Result<leasehold::Result<Granted>, oneshot::error::RecvError>,
+    ),
+    Loss(
+        (LeaseId, u64),
+        Result<LossReason, oneshot::error::RecvError>,
+    ),
+}
+
+/// Serves one accepted connection until it ends; `_permit` is its place
+/// under `--max-connections`.
+pub(crate) async fn serve<S>(
+    shared: SharedRef,
+    io: S,
+    peer: SocketAddr,
+    _permit: OwnedSemaphorePermit,
+) where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let id = shared.connection_id();
+    shared.metrics.connections.inc();
+    tracing::debug!(connection = id, %peer, "connection opened");
+    let (rd, wr) = tokio::io::split(io);
+    let mut frames = FramedRead::new(rd, shared.inbound_codec());
+    let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+    let writer = tokio::spawn(write_frames(wr, rx));
+    let mut conn = Connection {
+        id,
+        shared: shared.clone(),
+        role: Role::Read,
+        out: tx,
+        waits: HashMap::new(),
+        held: HashMap::new(),
+        grants: FuturesUnordered::new(),
+        losses: FuturesUnordered::new(),
+        generation: 0,
+    };
+    let end = match hello(&conn, &mut frames).await {
+        Ok(role) => {
+            conn.role = role;
+            let welcome = ServerFrame::Welcome {
+                version: VERSION,
+                epoch: shared.driver.epoch(),
+                role,
+                max_frame: u32::try_from(shared.limits.max_frame).unwrap_or(u32::MAX),
+            };
+            if conn.send(&welcome).await {
+                conn.run(&mut frames).await
+            } else {
+                End::Broken
+            }
+        }
+        Err(end) => end,
+    };
+    let goodbye = match end {
+        End::Goodbye(error) => {
+            if error.code == ErrorKind::Protocol.code() {
+                shared.metrics.protocol_errors.inc();
+            }
+            tracing::info!(connection = id, %peer, code = %error.code, message = %error.message, "closing connection");
+            let frame = ServerFrame::Goodbye(error);
+            if let Ok(bytes) = protocol::encode(&frame) {
+                let _ = tokio::time::timeout(LINGER, conn.out.send(Bytes::from(bytes))).await;
+            }
+            true
+        }
+        End::Eof | End::Broken => false,
+    };
+    let orphans = conn.orphans();
+    drop(conn);
+    if !orphans.is_empty() && !shared.shutdown.is_cancelled() {
+        tracing::debug!(
+            connection = id,
+            waiting = orphans.len(),
+            "closed with requests in line; giving them up after their ttl unless claimed"
+        );
+        adopt_orphans(&shared, orphans);
+    }
+    let mut writer = writer;
+    if tokio::time::timeout(WRITER_DRAIN, &mut writer)
+        .await
+        .is_err()
+    {
+        writer.abort();
+    }
+    if goodbye {
+        linger(frames.into_inner()).await;
+    }
+    shared.metrics.connections.dec();
+    tracing::debug!(connection = id, %peer, "connection closed");
+}
+
+/// Refuses a connection with `error` (the server is full, or shutting down).
+pub(crate) async fn refuse<S>(io: S, error: WireError)
+where
+    S: AsyncRead + AsyncWrite + Send + 'static,
+{
+    let (rd, wr) = tokio::io::split(io);
+    let mut sink = FramedWrite::new(wr, outbound_codec());
+    if let Ok(bytes) = protocol::encode(&ServerFrame::Goodbye(error)) {
+        let sent = tokio::time::timeout(LINGER, async {
+            sink.send(Bytes::from(bytes)).await?;
+            SinkExt::<Bytes>::close(&mut sink).await
+        })
+        .await;
+        if matches!(sent, Ok(Ok(()))) {
+            linger(rd).await;
+        }
+    }
+}
+
+/// Reads and discards what the client still sends, until it closes, for a
+/// short while: closing a socket with unread input would reset it, and the
+/// client could lose the goodbye.
+async fn linger<R: AsyncRead + Unpin>(mut rd: R) {
+    let mut buf = vec![0u8; 8192];
+    let mut total = 0;
+    let _ = tokio::time::timeout(LINGER, async {
+        while let Ok(n) = rd.read(&mut buf).await {
+            total += n;
+            if n == 0 || total > LINGER_BYTES {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// The writer: takes every frame queued, writes them, flushes once.
+async fn write_frames<W: AsyncWrite + Unpin>(wr: W, mut rx: mpsc::Receiver<Bytes>) {
+    let mut sink = FramedWrite::new(wr, outbound_codec());
+    sink.set_backpressure_boundary(64 * 1024);
+    let mut batch = Vec::with_capacity(WRITE_BATCH);
+    while rx.recv_many(&mut batch, WRITE_BATCH).await > 0 {
+        for frame in batch.drain(..) {
+            if sink.feed(frame).await.is_err() {
+                return;
+            }
+        }
+        if SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
+            return;
+        }
+    }
+    let _ = SinkExt::<Bytes>::close(&mut sink).await;
+}
+
+/// Reads the hello and answers the role it admits to, or how to end.
+async fn hello<S: AsyncRead>(conn: &Connection, frames: &mut Frames<S>) -> Result<Role, End> {
+    let first = match tokio::time::timeout(HELLO_TIMEOUT, frames.next()).await {
+        Err(_) => return Err(protocol_end("no Hello within 10s")),
+        Ok(None) => return Err(End::Eof),
+        Ok(Some(Err(e))) => return Err(read_error(e)),
+        Ok(Some(Ok(bytes))) => bytes,
+    };
+    let (version, token) = match protocol::decode::<ClientFrame>(&first) {
+        Err(e) => return Err(protocol_end(e.message())),
+        Ok(ClientFrame::Request { .. }) => {
+            return Err(protocol_end("the first frame must be Hello"))
+        }
+        Ok(ClientFrame::Hello { version, token }) => (version, token),
+    };
+    if version != VERSION {
+        return Err(protocol_end(format!(
+            "protocol version {version} is not spoken here; this server speaks {VERSION}"
+        )));
+    }
+    let Some(tokens) = &conn.shared.tokens else {
+        return Ok(Role::Write);
+    };
+    match token.as_deref().map(|t| tokens.role(t)) {
+        Some(Some(role)) => Ok(role),
+        Some(None) => Err(End::Goodbye(wire(
+            ErrorKind::Unauthenticated,
+            "the token is not one this server accepts",
+        ))),
+        None => Err(End::Goodbye(wire(
+            ErrorKind::Unauthenticated,
+            "this server needs a token",
+        ))),
+    }
+}
+
+/// One connection past its hello.
+struct Connection {
+    id: u64,
+    shared: SharedRef,
+    role: Role,
+    out: mpsc::Sender<Bytes>,
+    waits: HashMap<RequestId, Wait>,
+    held: HashMap<LeaseId, Held>,
+    grants: FuturesUnordered<GrantWatch>,
+    losses: FuturesUnordered<LossWatch>,
+    generation: u64,
+}
+
+impl Connection {
+    fn next_generation(&mut self) -> u64 {
+        self.generation += 1;
+        self.generation
+    }
+
+    /// Queues a frame for the writer; `false` when the connection is gone
+    /// (or its client stopped reading, or the server shuts down).
+    async fn send(&self, frame: &ServerFrame) -> bool {
+        let Ok(bytes) = protocol::encode(frame) else {
+            tracing::error!(connection = self.id, "cannot encode {frame:?}");
+            return false;
+        };
+        match self.out.try_send(Bytes::from(bytes)) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(mpsc::error::TrySendError::Full(bytes)) => tokio::select! {
+                sent = tokio::time::timeout(WRITE_STALL, self.out.send(bytes)) => matches!(sent, Ok(Ok(()))),
+                _ = self.shared.shutdown.cancelled() => false,
+            },
+        }
+    }
+
+    async fn run<S: AsyncRead>(&mut self, frames: &mut Frames<S>) -> End {
+        loop {
+            let event = tokio::select! {
+                biased;
+                _ = self.shared.shutdown.cancelled() => Event::Shutdown,
+                Some((tag, out)) = self.grants.next(), if !self.grants.is_empty() => Event::Grant(tag, out),
+                Some((tag, out)) = self.losses.next(), if !self.losses.is_empty() => Event::Loss(tag, out),
+                frame = frames.next() => Event::Frame(frame),
+            };
+            let sent = match event {
+                Event::Shutdown => {
+                    return End::Goodbye(wire(ErrorKind::Unavailable, "shutting down"))
+                }
+                Event::Frame(None) => return End::Eof,
+                Event::Frame(Some(Err(e))) => return read_error(e),
+                Event::Frame(Some(Ok(bytes))) => match protocol::decode::<ClientFrame>(&bytes) {
+                    Err(e) => return protocol_end(e.message()),
+                    Ok(ClientFrame::Hello { .. }) => {
+                        return protocol_end("Hello may only be the first frame")
+                    }
+                    Ok(ClientFrame::Request { id, body }) => {
+                        let body = self.answer(body).await.map_err(|e| WireError::from(&e));
+                        self.send(&ServerFrame::Reply { id, body }).await
+                    }
+                },
+                Event::Grant(tag, out) => self.on_grant(tag, out).await,
+                Event::Loss(tag, out) => self.on_loss(tag, out).await,
+            };
+            if !sent {
+                return End::Broken;
+            }
+        }
+    }
+
+    /// A request of ours that waited in line was granted, failed, or was
+    /// claimed by another connection (its receiver closed).
+    async fn on_grant(
+        &mut self,
+        (request_id, generation): (RequestId, u64),
+        out: Result<leasehold::Result<Granted>, oneshot::error::RecvError>,
+    ) -> bool {
+        let current = self
+            .waits
+            .get(&request_id)
+            .is_some_and(|w| w.generation == generation);
+        if !current {
+            // An older receiver: the request was answered or claimed since.
+            return true;
+        }
+        self.waits.remove(&request_id);
+        match out {
+            Ok(Ok(granted)) => {
+                let wire = WireGrant::from(&granted.grant);
+                self.watch(granted);
+                self.send(&ServerFrame::Granted(wire)).await
+            }
+            Ok(Err(e)) => {
+                self.send(&ServerFrame::Failed {
+                    request_id: request_id.0,
+                    error: WireError::from(&e),
+                })
+                .await
+            }
+            // Claimed by a Hold on another connection, or given up.
+            Err(_) => true,
+        }
+    }
+
+    /// A lease of ours ended unseen, or was let go (its channel closed).
+    async fn on_loss(
+        &mut self,
+        (lease_id, generation): (LeaseId, u64),
+        out: Result<LossReason, oneshot::error::RecvError>,
+    ) -> bool {
+        let current = self
+            .held
+            .get(&lease_id)
+            .is_some_and(|h| h.generation == generation);
+        if !current {
+            return true;
+        }
+        self.held.remove(&lease_id);
+        match out {
+            Ok(reason) => {
+                self.shared.metrics.lost(reason);
+                self.send(&ServerFrame::Lost {
+                    lease_id: lease_id.0,
+                    reason: reason.as_str().to_owned(),
+                })
+                .await
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// Watches a lease granted to this connection for loss.
+    fn watch(&mut self, granted: Granted) {
+        let generation = self.next_generation();
+        let lease_id = granted.grant.lease_id;
+        self.held.insert(
+            lease_id,
+            Held {
+                generation,
+                request_id: granted.grant.request_id,
+            },
+        );
+        self.losses.push(Tagged {
+            tag: (lease_id, generation),
+            fut: granted.lost,
+        });
+        self.shared.metrics.grants.inc();
+    }
+
+    fn require_write(&self) -> leasehold::Result<()> {
+        match self.role {
+            Role::Write => Ok(()),
+            Role::Read => Err(Error::new(
+                ErrorKind::PermissionDenied,
+                "this connection's token admits it to read only",
+            )),
+        }
+    }
+
+    fn owns_request(&self, request_id: RequestId) -> bool {
+        self.waits.contains_key(&request_id)
+            || self.held.values().any(|h| h.request_id == request_id)
+    }
+
+    async fn answer(&mut self, body: Request) -> leasehold::Result<Reply> {
+        let started = Instant::now();
+        let (op, out) = match body {
+            Request::Hold {
+                lock,
+                key,
+                request_id,
+                ttl_ms,
+                max_hold_ms,
+                queue,
+            } => (
+                Op::Hold,
+                self.hold(lock, key, RequestId(request_id), ttl_ms, max_hold_ms, queue)
+                    .await,
+            ),
+            Request::Renew { leases } => (Op::Renew, self.renew(leases).await),
+            Request::Release { lease_id } => (Op::Release, self.release(LeaseId(lease_id)).await),
+            Request::GiveUp { request_id } => {
+                (Op::GiveUp, self.give_up(RequestId(request_id)).await)
+            }
+            Request::List { lock } => (Op::List, self.list(lock).await),
+            Request::Ping => (Op::Ping, Ok(Reply::Pong)),
+        };
+        self.shared.metrics.observe(op, started.elapsed());
+        out
+    }
+
+    async fn hold(
+        &mut self,
+        lock: String,
+        key: String,
+        request_id: RequestId,
+        ttl_ms: u64,
+        max_hold_ms: Option<u64>,
+        queue: bool,
+    ) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        // The empty lock name is the manual leases' namespace.
+        if !lock.is_empty() {
+            names::check("lock name", &lock)?;
+        }
+        names::check("key", &key)?;
+        let ttl = duration::check_ttl("ttl", Duration::from_millis(ttl_ms))?;
+        let max_hold = duration::check_max_hold(ttl, max_hold_ms.map(Duration::from_millis))?;
+        let limit = self.shared.limits.max_keys_per_connection;
+        if self.waits.len() + self.held.len() >= limit && !self.owns_request(request_id) {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("this connection already holds or waits for {limit} keys (--max-keys-per-connection)"),
+            ));
+        }
+        let request = HoldRequest {
+            name: KeyName::new(lock, key),
+            request_id,
+            ttl: Some(ttl),
+            max_hold,
+            queue,
+        };
+        let answer = {
+            let _claim = if self.shared.in_grace.load(Ordering::Acquire) > 0 {
+                Some(self.shared.grace.lock().await)
+            } else {
+                None
+            };
+            self.shared.driver.hold(request).await?
+        };
+        match answer {
+            Acquire::Granted(granted) => {
+                // A retried request may have waited here: its old receiver is stale now.
+                self.waits.remove(&request_id);
+                let wire = WireGrant::from(&granted.grant);
+                self.watch(granted);
+                Ok(Reply::Granted(wire))
+            }
+            Acquire::NotHeld => Ok(Reply::NotHeld),
+            Acquire::Queued(waiting) => {
+                let generation = self.next_generation();
+                self.waits.insert(request_id, Wait { generation, ttl });
+                self.grants.push(Tagged {
+                    tag: (request_id, generation),
+                    fut: waiting,
+                });
+                // The driver does not say how many wait ahead.
+                Ok(Reply::Queued { ahead: 0 })
+            }
+        }
+    }
+
+    async fn renew(&mut self, leases: Vec<(u128, u64)>) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        let most = (self
+            .shared
+            .limits
+            .max_frame
+            .saturating_sub(REPLY_ENVELOPE_BYTES)
+            / RENEW_ENTRY_BYTES)
+            .max(1);
+        if leases.len() > most {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a Renew may name at most {most} leases (max-frame / {RENEW_ENTRY_BYTES}), got {}",
+                    leases.len()
+                ),
+            ));
+        }
+        let mut answers = Vec::with_capacity(leases.len());
+        for (lease_id, ttl_ms) in leases {
+            let renewed = match duration::check_ttl("ttl", Duration::from_millis(ttl_ms)) {
+                Ok(ttl) => self
+                    .shared
+                    .driver
+                    .renew(LeaseId(lease_id), Some(ttl))
+                    .await
+                    .map(|g| WireGrant::from(&g)),
+                Err(e) => Err(e),
+            };
+            if renewed.is_ok() {
+                self.shared.metrics.renewals.inc();
+            }
+            answers.push(renewed.map_err(|e| WireError::from(&e)));
+        }
+        Ok(Reply::Renewed(answers))
+    }
+
+    async fn release(&mut self, lease_id: LeaseId) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        self.shared.driver.release(lease_id).await?;
+        self.held.remove(&lease_id);
+        self.shared.metrics.releases.inc();
+        Ok(Reply::Released)
+    }
+
+    async fn give_up(&mut self, request_id: RequestId) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        let out = self.shared.driver.give_up(request_id).await?;
+        self.waits.remove(&request_id);
+        if let leasehold::table::GiveUp::Released(lease_id) = out {
+            self.held.remove(&lease_id);
+            self.shared.metrics.releases.inc();
+        }
+        Ok(Reply::GaveUp(out.into()))
+    }
+
+    /// The holders, as many as fit in one frame.
+    async fn list(&mut self, lock: Option<String>) -> leasehold::Result<Reply> {
+        let holders = self.shared.driver.holders(lock.as_deref()).await?;
+        let budget = self
+            .shared
+            .limits
+            .max_frame
+            .saturating_sub(REPLY_ENVELOPE_BYTES);
+        let mut used = 0;
+        let mut out = Vec::with_capacity(holders.len());
+        for h in holders {
+            let wire = WireHolder {
+                lock: h.lock,
+                key: h.key,
+                fence: h.fence,
+                held_ms: protocol::millis(h.held_for),
+                expires_in_ms: h.expires_in.map(protocol::millis),
+            };
+            used += protocol::encode(&wire)?.len();
+            if used > budget {
+                tracing::debug!(
+                    connection = self.id,
+                    shown = out.len(),
+                    "List answer truncated to one frame"
+                );
+                break;
+            }
+            out.push(wire);
+        }
+        Ok(Reply::Holders(out))
+    }
+
+    /// The requests still waiting for this connection, with their ttl, for
+    /// the grace period after it closed.
+    fn orphans(&mut self) -> Vec<(RequestId, Duration, Waiting)> {
+        let waits = std::mem::take(&mut self.waits);
+        std::mem::take(&mut self.grants)
+            .into_iter()
+            .filter_map(|t| {
+                let (request_id, generation) = t.tag;
+                let w = waits.get(&request_id)?;
+                (w.generation == generation).then_some((request_id, w.ttl, t.fut))
+            })
+            .collect()
+    }
+}
+
+/// Keeps the waiting requests of a closed connection in line for their ttl:
+/// a `Hold` with the same request id from a new connection claims one (its
+/// receiver here closes); one granted meanwhile keeps its lease, which the
+/// client gets by asking again and which otherwise runs out by its ttl; the
+/// others are given up when their ttl has passed.
+fn adopt_orphans(shared: &SharedRef, orphans: Vec<(RequestId, Duration, Waiting)>) {
+    shared.in_grace.fetch_add(orphans.len(), Ordering::AcqRel);
+    let task_shared = shared.clone();
+    shared.tracker.spawn(async move {
+        let shared = task_shared;
+        let mut grace: FuturesUnordered<_> = orphans
+            .into_iter()
+            .map(|(request_id, ttl, mut waiting)| {
+                let shared = shared.clone();
+                async move {
+                    let claimed_or_granted = tokio::select! {
+                        biased;
+                        out = &mut waiting => {
+                            if let Ok(Ok(granted)) = out {
+                                tracing::debug!(lease = ?granted.grant.lease_id, "granted to a request whose connection closed");
+                            }
+                            true
+                        }
+                        _ = tokio::time::sleep(ttl) => false,
+                    };
+                    if !claimed_or_granted {
+                        let _claims = shared.grace.lock().await;
+                        // Not claimed by a hold since the sleep ended, nor granted?
+                        if matches!(waiting.try_recv(), Err(oneshot::error::TryRecvError::Empty)) {
+                            let _ = shared.driver.give_up(request_id).await;
+                        }
+                    }
+                    shared.in_grace.fetch_sub(1, Ordering::AcqRel);
+                }
+            })
+            .collect();
+        tokio::select! {
+            _ = shared.shutdown.cancelled() => {}
+            _ = async { while grace.next().await.is_some() {} } => {}
+        }
+    });
+}

@@ -1,0 +1,249 @@
+//! The Leasehold server store: the lease table of the embedded store, in
+//! renewal mode, behind TCP (or TLS) connections speaking
+//! [`leasehold::remote::protocol`].
+//!
+//! `leasehold serve` runs it (see `docs/server.md`); [`Server::start`]
+//! runs one in-process, as tests do:
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use leasehold_server::{Server, ServerConfig};
+//! let mut config = ServerConfig::new("/var/lib/leasehold");
+//! config.listen = "127.0.0.1:0".parse()?;
+//! let server = Server::start(config).await?;
+//! println!("listening on {} in epoch {}", server.local_addr(), server.epoch());
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod config;
+mod connection;
+pub mod epochs;
+mod listener;
+pub mod metrics;
+mod shared;
+pub mod tls;
+pub mod tokens;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use leasehold::{MemoryDriver, MemoryOptions};
+use tokio::net::TcpListener;
+
+pub use config::{Limits, ServeArgs, ServerConfig, TlsFiles};
+pub use connection::{HELLO_TIMEOUT, RENEW_ENTRY_BYTES};
+pub use epochs::{DataDir, FileEpochs};
+pub use tokens::Tokens;
+
+use shared::Shared;
+
+/// How long shutting down waits for connections to say goodbye and close.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// A running server. Dropping it without [`Server::shutdown`] stops it too,
+/// without waiting.
+pub struct Server {
+    shared: Arc<Shared>,
+    local_addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    epoch: u32,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("local_addr", &self.local_addr)
+            .field("metrics_addr", &self.metrics_addr)
+            .field("epoch", &self.epoch)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Opens the store and starts accepting connections, on the current
+    /// tokio runtime. The data directory is locked and the new epoch is on
+    /// disk (fsynced) before the listener is even bound (LOCK-02, LOCK-15).
+    pub async fn start(config: ServerConfig) -> Result<Server> {
+        config.validate()?;
+        let tokens = config.tokens.as_deref().map(Tokens::load).transpose()?;
+        let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
+        let dir = DataDir::open(&config.data_dir)?;
+        let options = MemoryOptions::default()
+            .renewal(true)
+            .waiters_per_key(config.limits.max_waiters_per_key);
+        let driver = MemoryDriver::with_epochs(
+            options,
+            Box::new(FileEpochs::new(dir)),
+            &tokio::runtime::Handle::current(),
+        )
+        .context("cannot open the store")?;
+        let driver = Arc::new(driver);
+        let epoch = driver.epoch();
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", config.listen))?;
+        let local_addr = listener.local_addr()?;
+        let metrics_listener = match config.metrics_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot serve metrics on {addr}"))?,
+            ),
+            None => None,
+        };
+        let metrics_addr = metrics_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()?;
+        let metrics = Arc::new(metrics::Metrics::new());
+        let shared = Arc::new(Shared::new(
+            driver.clone(),
+            tokens,
+            config.limits,
+            metrics.clone(),
+        ));
+        shared
+            .tracker
+            .spawn(listener::accept_loop(shared.clone(), listener, tls.clone()));
+        if let Some(l) = metrics_listener {
+            shared.tracker.spawn(metrics::serve_http(
+                l,
+                metrics,
+                driver,
+                shared.shutdown.clone(),
+                shared.tracker.clone(),
+            ));
+        }
+        tracing::info!(
+            %local_addr,
+            epoch,
+            tls = tls.is_some(),
+            tokens = shared.tokens.as_ref().map_or(0, Tokens::len),
+            metrics = ?metrics_addr,
+            data_dir = %config.data_dir.display(),
+            "listening"
+        );
+        Ok(Server {
+            shared,
+            local_addr,
+            metrics_addr,
+            epoch,
+        })
+    }
+
+    /// The address connections are accepted on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The address `/metrics` is served on, if any.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// The epoch the store took when it opened (LOCK-15).
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The store behind the connections, for inspection.
+    pub fn store(&self) -> &MemoryDriver {
+        &self.shared.driver
+    }
+
+    /// Stops accepting, says goodbye (`Unavailable`, "shutting down") to every
+    /// connection and waits, at most [`SHUTDOWN_GRACE`], for them to close.
+    pub async fn shutdown(self) {
+        self.shared.shutdown.cancel();
+        self.shared.tracker.close();
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.shared.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some connections did not close in time");
+        }
+        tracing::info!("shut down");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
+/// Runs a server until SIGTERM or SIGINT, then shuts it down gracefully.
+///
+/// Prints `metrics on ADDR` (when metrics are served) and then
+/// `listening on ADDR` on stdout, one line each, once connections are accepted.
+pub async fn serve(config: ServerConfig) -> Result<()> {
+    // Before anything is announced, so that a signal sent at once is handled.
+    let mut signals = Signals::new()?;
+    let server = Server::start(config).await?;
+    let mut stdout = std::io::stdout().lock();
+    if let Some(addr) = server.metrics_addr() {
+        writeln!(stdout, "metrics on {addr}")?;
+    }
+    writeln!(stdout, "listening on {}", server.local_addr())?;
+    stdout.flush()?;
+    drop(stdout);
+    let signal = signals.recv().await;
+    tracing::info!(signal, "shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Sets up logging to stderr with `filter` (tracing-subscriber's `EnvFilter` syntax).
+pub fn init_logging(filter: &str) -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .with_context(|| format!("bad log filter {filter:?}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))
+}
+
+/// The signals that stop the server.
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                term: signal(SignalKind::terminate()).context("cannot handle SIGTERM")?,
+                int: signal(SignalKind::interrupt()).context("cannot handle SIGINT")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Signals {})
+    }
+
+    /// Waits for the first signal and names it.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.term.recv() => "SIGTERM",
+                _ = self.int.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "ctrl-c"
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Metrics in the Prometheus text format, served at `GET /metrics`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use leasehold::{LossReason, MemoryDriver};
+use prometheus_client::encoding::{prometheus_text, EncodeLabelSet};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// The kinds of request, as the `op` label of `request_duration_seconds` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `Hold`.
+    Hold,
+    /// `Renew`.
+    Renew,
+    /// `Release`.
+    Release,
+    /// `GiveUp`.
+    GiveUp,
+    /// `List`.
+    List,
+    /// `Ping`.
+    Ping,
+}
+
+impl Op {
+    const ALL: [Op; 6] = [
+        Op::Hold,
+        Op::Renew,
+        Op::Release,
+        Op::GiveUp,
+        Op::List,
+        Op::Ping,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Op::Hold => "hold",
+            Op::Renew => "renew",
+            Op::Release => "release",
+            Op::GiveUp => "give_up",
+            Op::List => "list",
+            Op::Ping => "ping",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabels {
+    op: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+/// Every metric the server keeps.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    leases_held: Gauge,
+    waiters: Gauge,
+    /// Connections open now (past their connection-limit check).
+    pub connections: Gauge,
+    /// Grants answered to holds or pushed to waiters.
+    pub grants: Counter,
+    /// Leases renewed.
+    pub renewals: Counter,
+    /// Leases released (by `Release`, or by a `GiveUp` that raced a grant).
+    pub releases: Counter,
+    losses: Family<ReasonLabels, Counter>,
+    /// Connections closed for a malformed, oversized or untimely frame.
+    pub protocol_errors: Counter,
+    durations: [Histogram; Op::ALL.len()],
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new([
+        0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01,
+        0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+    ])
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Fresh metrics, registered.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let leases_held = Gauge::default();
+        let waiters = Gauge::default();
+        let connections = Gauge::default();
+        let grants = Counter::default();
+        let renewals = Counter::default();
+        let releases = Counter::default();
+        let losses = Family::<ReasonLabels, Counter>::default();
+        let protocol_errors = Counter::default();
+        let request_duration =
+            Family::<OpLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+                duration_histogram,
+            );
+        registry.register(
+            "leases_held",
+            "Leases the store holds now",
+            leases_held.clone(),
+        );
+        registry.register("waiters", "Requests waiting in lines now", waiters.clone());
+        registry.register(
+            "connections",
+            "Client connections open now",
+            connections.clone(),
+        );
+        registry.register("grants", "Grants answered or pushed", grants.clone());
+        registry.register("renewals", "Leases renewed", renewals.clone());
+        registry.register("releases", "Leases released", releases.clone());
+        registry.register(
+            "losses",
+            "Leases that ended without their holder, seen by a connection, by reason",
+            losses.clone(),
+        );
+        registry.register(
+            "protocol_errors",
+            "Connections closed for a malformed, oversized or untimely frame",
+            protocol_errors.clone(),
+        );
+        registry.register_with_unit(
+            "request_duration",
+            "Time to answer a request, by op",
+            Unit::Seconds,
+            request_duration.clone(),
+        );
+        let durations =
+            Op::ALL.map(|op| request_duration.get_or_create_owned(&OpLabels { op: op.as_str() }));
+        Metrics {
+            registry,
+            leases_held,
+            waiters,
+            connections,
+            grants,
+            renewals,
+            releases,
+            losses,
+            protocol_errors,
+            durations,
+        }
+    }
+
+    /// Counts a lease lost for `reason`.
+    pub fn lost(&self, reason: LossReason) {
+        self.losses
+            .get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            })
+            .inc();
+    }
+
+    /// Records how long a request of kind `op` took.
+    pub fn observe(&self, op: Op, took: Duration) {
+        let i = Op::ALL.iter().position(|o| *o == op).unwrap_or(0);
+        self.durations[i].observe(took.as_secs_f64());
+    }
+
+    /// The text of a scrape, with the table's gauges read from `driver` now.
+    pub fn render(&self, driver: &MemoryDriver) -> String {
+        self.leases_held
+            .set(i64::try_from(driver.held()).unwrap_or(i64::MAX));
+        self.waiters
+            .set(i64::try_from(driver.waiting()).unwrap_or(i64::MAX));
+        let mut out = String::new();
+        // Writing to a String does not fail.
+        let _ = prometheus_text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Serves `GET /metrics` on `listener` until `shutdown`.
+pub async fn serve_http(
+    listener: TcpListener,
+    metrics: Arc<Metrics>,
+    driver: Arc<MemoryDriver>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+) {
+    loop {
+        let stream = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let (metrics, driver, shutdown) = (metrics.clone(), driver.clone(), shutdown.clone());
+        tracker.spawn(async move {
+            let service = service_fn(move |req| {
+                let response = respond(&req, &metrics, &driver);
+                async move { Ok::<_, Infallible>(response) }
+            });
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = shutdown.cancelled() => {}
+            }
+        });
+    }
+}
+
+fn respond(
+    req: &Request<Incoming>,
+    metrics: &Metrics,
+    driver: &MemoryDriver,
+) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/metrics") => (
+            StatusCode::OK,
+            prometheus_text::CONTENT_TYPE,
+            Bytes::from(metrics.render(driver)),
+        ),
+        (_, "/metrics") => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"GET only\n"),
+        ),
+        _ => (
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"see /metrics\n"),
+        ),
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    if let Ok(v) = hyper::header::HeaderValue::from_str(content_type) {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, v);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn every_metric_is_named_as_documented() {
+        let driver = MemoryDriver::new(
+            leasehold::MemoryOptions::default(),
+            &tokio::runtime::Handle::current(),
+        );
+        let m = Metrics::new();
+        m.grants.inc();
+        m.lost(LossReason::Expired);
+        m.observe(Op::Hold, Duration::from_micros(30));
+        let text = m.render(&driver);
+        for name in [
+            "leases_held 0",
+            "waiters 0",
+            "connections 0",
+            "grants_total 1",
+            "renewals_total 0",
+            "releases_total 0",
+            "losses_total{reason=\"expired\"} 1",
+            "protocol_errors_total 0",
+            "request_duration_seconds_count{op=\"hold\"} 1",
+        ] {
+            assert!(text.contains(name), "{name} missing from\n{text}");
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! ERR-02 over real sockets: malformed, oversized and untimely frames close
+//! only the connection that sent them, with `Protocol`; every limit is
+//! bounded, configurable, and answered `Unavailable`.
+
+mod common;
+
+use common::{code, data_dir, hold, Client, ServerProcess};
+use leasehold::remote::protocol::{self, ClientFrame, Reply, Request, ServerFrame};
+
+/// A connection that keeps working while another misbehaves.
+async fn still_works(bystander: &mut Client<tokio::net::TcpStream>, key: &str) {
+    assert_eq!(bystander.request(Request::Ping).await, Ok(Reply::Pong));
+    let g = bystander.granted("jobs", key, rand_id()).await;
+    bystander.release(g.lease_id).await;
+}
+
+fn rand_id() -> u128 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1000);
+    u128::from(NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+// ERR-02: garbage bytes (an HTTP request, say) get Goodbye(Protocol) and a
+// close; another connection keeps working, and so does the server.
+#[tokio::test]
+async fn err_02_garbage_bytes_get_a_protocol_goodbye_and_others_keep_working() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]).await;
+    let mut bystander = server.client(None).await;
+    let held = bystander.granted("jobs", "held", 1).await;
+
+    // Before hello: an HTTP request's first bytes read as a huge length.
+    let mut http = Client::connect(server.addr).await;
+    http.send_raw(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert_eq!(http.goodbye().await.code, "Protocol");
+
+    // After hello: a frame of random bytes that is no frame.
+    let mut after = server.client(None).await;
+    after.send_payload(&[0xff; 9]).await;
+    assert_eq!(after.goodbye().await.code, "Protocol");
+
+    // A request frame with trailing bytes.
+    let mut trailing = server.client(None).await;
+    let mut payload = protocol::encode(&ClientFrame::Request {
+        id: 1,
+        body: Request::Ping,
+    })
+    .unwrap();
+    payload.push(0);
+    trailing.send_payload(&payload).await;
+    assert_eq!(trailing.goodbye().await.code, "Protocol");
+
+    still_works(&mut bystander, "after-garbage").await;
+    // The bystander's lease is untouched.
+    assert!(matches!(
+        bystander.request(Request::Renew { leases: vec![(held.lease_id, 5_000)] }).await,
+        Ok(Reply::Renewed(r)) if r[0].is_ok()
+    ));
+    let metrics = server.metrics.unwrap();
+    let text = scrape(metrics).await;
+    assert!(text.contains("protocol_errors_total 3"), "{text}");
+}
+
+// ERR-02: a frame longer than --max-frame gets Goodbye(Protocol) without the
+// server reading (or allocating) its body.
+#[tokio::test]
+async fn err_02_an_oversized_frame_gets_a_protocol_goodbye() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-frame", "1024"]).await;
+    let mut bystander = server.client(None).await;
+    let mut big = server.client(None).await;
+    let long_key = "k".repeat(2000);
+    big.send(&ClientFrame::Request {
+        id: 1,
+        body: hold("jobs", &long_key, 1, 10_000, false),
+    })
+    .await;
+    let bye = big.goodbye().await;
+    assert_eq!(bye.code, "Protocol");
+    assert!(bye.message.contains("frame"), "{}", bye.message);
+
+    // Only a length: 4 GiB announced, nothing sent.
+    let mut liar = Client::connect(server.addr).await;
+    liar.send_raw(&u32::MAX.to_be_bytes()).await;
+    assert_eq!(liar.goodbye().await.code, "Protocol");
+    still_works(&mut bystander, "after-oversized").await;
+}
+
+// ERR-02: a request before the hello, a second hello, and a hello of another
+// protocol version each get Goodbye(Protocol).
+#[tokio::test]
+async fn err_02_untimely_frames_get_a_protocol_goodbye() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]).await;
+    let mut bystander = server.client(None).await;
+
+    let mut early = Client::connect(server.addr).await;
+    early
+        .send(&ClientFrame::Request {
+            id: 1,
+            body: hold("jobs", "k", 1, 10_000, false),
+        })
+        .await;
+    assert_eq!(early.goodbye().await.code, "Protocol");
+
+    let mut twice = server.client(None).await;
+    assert_eq!(
+        twice.hello(None).await,
+        ServerFrame::Goodbye(leasehold::remote::protocol::WireError {
+            code: "Protocol".into(),
+            message: "Hello may only be the first frame".into(),
+            reason: None,
+        })
+    );
+
+    let mut future = Client::connect(server.addr).await;
+    future
+        .send(&ClientFrame::Hello {
+            version: protocol::VERSION + 1,
+            token: None,
+        })
+        .await;
+    assert_eq!(future.goodbye().await.code, "Protocol");
+
+    let mut empty = Client::connect(server.addr).await;
+    empty.send_payload(&[]).await;
+    assert_eq!(empty.goodbye().await.code, "Protocol");
+
+    // Nothing the early request asked for was granted.
+    still_works(&mut bystander, "k").await;
+}
+
+// ERR-02: connections past --max-connections get Goodbye(Unavailable); a
+// place frees when a connection closes.
+#[tokio::test]
+async fn err_02_connections_past_the_limit_are_refused_unavailable() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-connections", "2"]).await;
+    let mut a = server.client(None).await;
+    let b = server.client(None).await;
+    let mut extra = Client::connect(server.addr).await;
+    let bye = match extra.hello(None).await {
+        ServerFrame::Goodbye(e) => e,
+        other => panic!("expected a goodbye, got {other:?}"),
+    };
+    assert_eq!(bye.code, "Unavailable");
+    assert_eq!(a.request(Request::Ping).await, Ok(Reply::Pong));
+    drop(b);
+    // The freed place is taken by the next connection (once the server saw the close).
+    let mut tries = 0;
+    loop {
+        let mut c = Client::connect(server.addr).await;
+        match c.hello(None).await {
+            ServerFrame::Welcome { .. } => break,
+            ServerFrame::Goodbye(e) if e.code == "Unavailable" && tries < 500 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            other => panic!("expected a welcome, got {other:?}"),
+        }
+    }
+}
+
+// ERR-02: one connection may own at most --max-keys-per-connection holds and
+// waits; past that, Unavailable, and nothing is granted or queued. A retry of
+// a request it owns is still answered.
+#[tokio::test]
+async fn err_02_keys_per_connection_are_bounded() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-keys-per-connection", "2"]).await;
+    let mut other = server.client(None).await;
+    let busy = other.granted("jobs", "busy", 1).await;
+    let mut a = server.client(None).await;
+    let g = a.granted("jobs", "a", 2).await;
+    assert!(matches!(
+        a.hold("jobs", "busy", 3, true).await,
+        Ok(Reply::Queued { .. })
+    ));
+    assert_eq!(code(&a.hold("jobs", "c", 4, false).await), "Unavailable");
+    assert_eq!(a.granted("jobs", "a", 2).await.lease_id, g.lease_id);
+    assert!(matches!(
+        a.hold("jobs", "busy", 3, true).await,
+        Ok(Reply::Queued { .. })
+    ));
+    // Key "c" was not granted to the refused request.
+    other.granted("jobs", "c", 5).await;
+    // A release makes room.
+    a.release(g.lease_id).await;
+    a.granted("jobs", "d", 6).await;
+    other.release(busy.lease_id).await;
+    assert!(matches!(a.push().await, ServerFrame::Granted(g) if g.request_id == 3));
+}
+
+// ERR-02: one key's line holds at most --max-waiters-per-key requests.
+#[tokio::test]
+async fn err_02_waiters_per_key_are_bounded() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-waiters-per-key", "2"]).await;
+    let mut a = server.client(None).await;
+    a.granted("jobs", "k", 1).await;
+    assert!(matches!(
+        a.hold("jobs", "k", 2, true).await,
+        Ok(Reply::Queued { .. })
+    ));
+    assert!(matches!(
+        a.hold("jobs", "k", 3, true).await,
+        Ok(Reply::Queued { .. })
+    ));
+    assert_eq!(code(&a.hold("jobs", "k", 4, true).await), "Unavailable");
+    // Other keys are not affected.
+    a.granted("jobs", "other", 5).await;
+}
+
+// ERR-02: a Renew naming more leases than its answer could carry in one frame
+// is refused before anything is renewed.
+#[tokio::test]
+async fn err_02_a_renew_of_too_many_leases_is_refused() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-frame", "4096"]).await;
+    let mut a = server.client(None).await;
+    let most = (4096 - 32) / leasehold_server::RENEW_ENTRY_BYTES;
+    let ok = a
+        .request(Request::Renew {
+            leases: (0..most as u128).map(|i| (i, 5_000)).collect(),
+        })
+        .await;
+    assert!(matches!(ok, Ok(Reply::Renewed(r)) if r.len() == most));
+    let too_many = a
+        .request(Request::Renew {
+            leases: (0..most as u128 + 1).map(|i| (i, 5_000)).collect(),
+        })
+        .await;
+    assert_eq!(code(&too_many), "InvalidArgument");
+}
+
+// ERR-02: a List answer never exceeds one frame: it stops at what fits.
+#[tokio::test]
+async fn err_02_a_list_answer_fits_one_frame() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-frame", "1024"]).await;
+    let mut a = server.client(None).await;
+    let key = "k".repeat(200);
+    for i in 0..10u128 {
+        a.granted("jobs", &format!("{key}{i}"), i + 1).await;
+    }
+    let id = 99;
+    a.send(&ClientFrame::Request {
+        id,
+        body: Request::List { lock: None },
+    })
+    .await;
+    let frame = tokio::time::timeout(common::WAIT, futures::StreamExt::next(&mut a.frames))
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(frame.len() <= 1024, "{} bytes", frame.len());
+    match protocol::decode::<ServerFrame>(&frame).unwrap() {
+        ServerFrame::Reply {
+            body: Ok(Reply::Holders(h)),
+            ..
+        } => assert!(!h.is_empty() && h.len() < 10, "{} holders", h.len()),
+        other => panic!("expected Holders, got {other:?}"),
+    }
+}
+
+async fn scrape(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).await.unwrap();
+    out
+}
