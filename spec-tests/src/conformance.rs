@@ -19,7 +19,7 @@
 //! let report = conformance::run(|| async {
 //!     let clock = VirtualClock::new();
 //!     let options = MemoryOptions::default().clock(clock.clone().into());
-//!     let driver = MemoryDriver::new(options, &tokio::runtime::Handle::current()).unwrap();
+//!     let driver = MemoryDriver::new(options, &tokio::runtime::Handle::current());
 //!     Harness { driver: Arc::new(driver), time: Time::Virtual(clock) }
 //! })
 //! .await;

@@ -86,7 +86,7 @@ async fn failed_checks(fault: Fault) -> Vec<&'static str> {
     let report = conformance::run(|| async move {
         let clock = VirtualClock::new();
         let options = MemoryOptions::default().clock(clock.clone().into());
-        let inner = MemoryDriver::new(options, &tokio::runtime::Handle::current()).unwrap();
+        let inner = MemoryDriver::new(options, &tokio::runtime::Handle::current());
         Harness {
             driver: Arc::new(Faulty { inner, fault }),
             time: Time::Virtual(clock),
