@@ -329,9 +329,10 @@ async fn lock_12_max_hold_revocation_is_pushed_as_lost() {
     }
 }
 
-// LOCK-02, LOCK-15: a server that opens again on the same data directory
-// takes a larger epoch, holds no lease from before (a renewal fails Lost),
-// and grants fences larger than every fence before the restart.
+// LOCK-02, LOCK-15, ERR-04: a server that opens again on the same data
+// directory takes a larger epoch, holds no lease from before (a renewal
+// fails Lost, so no holder believes it still holds), and grants fences
+// larger than every fence before the restart.
 #[tokio::test]
 async fn lock_02_lock_15_a_restart_takes_a_larger_epoch_and_grants_larger_fences() {
     let dir = data_dir();
@@ -587,4 +588,48 @@ async fn an_unclaimed_waiting_request_is_given_up_after_its_ttl() {
     holder.release(lease.lease_id).await;
     holder.granted("jobs", "k", 3).await;
     server.shutdown().await;
+}
+
+// ERR-04, LOCK-07, LOCK-16: a holder whose connection drops keeps the key
+// until its ttl runs out at the store (never two unexpired leases of one
+// key); only then is the next in line granted, and the old holder's renewal
+// from a new connection fails Lost (ttl at its 1 s minimum).
+#[tokio::test]
+async fn err_04_a_dropped_holder_keeps_the_key_until_its_ttl_and_then_learns_it_lost() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]).await;
+    let mut waiter = server.client(None).await;
+    let (lease, granted_at) = {
+        let mut holder = server.client(None).await;
+        let lease = match holder.request(hold("jobs", "k", 1, 1_000, false)).await {
+            Ok(Reply::Granted(g)) => g,
+            other => panic!("expected a grant, got {other:?}"),
+        };
+        let granted_at = std::time::Instant::now();
+        assert!(matches!(
+            waiter.hold("jobs", "k", 2, true).await,
+            Ok(Reply::Queued { .. })
+        ));
+        (lease, granted_at)
+    };
+    let next = match waiter.push().await {
+        ServerFrame::Granted(g) => g,
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    assert!(
+        granted_at.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        granted_at.elapsed()
+    );
+    assert!(next.fence > lease.fence);
+    let mut back = server.client(None).await;
+    match back
+        .request(Request::Renew {
+            leases: vec![(lease.lease_id, 1_000)],
+        })
+        .await
+    {
+        Ok(Reply::Renewed(answers)) => assert_eq!(answers[0].as_ref().unwrap_err().code, "Lost"),
+        other => panic!("expected Renewed, got {other:?}"),
+    }
 }
