@@ -278,7 +278,13 @@ async fn write_frames<W: AsyncWrite + Unpin>(wr: W, mut rx: mpsc::Receiver<Bytes
 
 /// Reads the hello and answers the role it admits to, or how to end.
 async fn hello<S: AsyncRead>(conn: &Connection, frames: &mut Frames<S>) -> Result<Role, End> {
-    let first = match tokio::time::timeout(HELLO_TIMEOUT, frames.next()).await {
+    let next = tokio::select! {
+        next = tokio::time::timeout(HELLO_TIMEOUT, frames.next()) => next,
+        _ = conn.shared.shutdown.cancelled() => {
+            return Err(End::Goodbye(wire(ErrorKind::Unavailable, "shutting down")))
+        }
+    };
+    let first = match next {
         Err(_) => return Err(protocol_end("no Hello within 10s")),
         Ok(None) => return Err(End::Eof),
         Ok(Some(Err(e))) => return Err(read_error(e)),

@@ -1,12 +1,13 @@
 //! The accept loop: TCP, optionally TLS, bounded by `--max-connections`.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::remote::protocol::WireError;
 use leasehold::ErrorKind;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::connection;
@@ -45,29 +46,9 @@ pub(crate) async fn accept_loop(
         let _ = stream.set_nodelay(true);
         match slots.clone().try_acquire_owned() {
             Ok(permit) => {
-                let shared2 = shared.clone();
-                let tls = tls.clone();
-                shared.tracker.spawn(async move {
-                    match tls {
-                        None => connection::serve(shared2, stream, peer, permit).await,
-                        Some(acceptor) => {
-                            match tokio::time::timeout(
-                                TLS_HANDSHAKE_TIMEOUT,
-                                acceptor.accept(stream),
-                            )
-                            .await
-                            {
-                                Ok(Ok(stream)) => {
-                                    connection::serve(shared2, stream, peer, permit).await
-                                }
-                                Ok(Err(e)) => {
-                                    tracing::info!(%peer, error = %e, "TLS handshake failed")
-                                }
-                                Err(_) => tracing::info!(%peer, "TLS handshake timed out"),
-                            }
-                        }
-                    }
-                });
+                shared
+                    .tracker
+                    .spawn(admit(shared.clone(), stream, peer, tls.clone(), permit));
             }
             Err(_) => {
                 tracing::warn!(%peer, limit = shared.limits.max_connections, "refusing a connection: --max-connections reached");
@@ -91,6 +72,28 @@ pub(crate) async fn accept_loop(
         }
     }
     tracing::info!("stopped accepting connections");
+}
+
+/// Serves an admitted connection, after its TLS handshake if any.
+async fn admit(
+    shared: SharedRef,
+    stream: TcpStream,
+    peer: SocketAddr,
+    tls: Option<TlsAcceptor>,
+    permit: OwnedSemaphorePermit,
+) {
+    let Some(acceptor) = tls else {
+        return connection::serve(shared, stream, peer, permit).await;
+    };
+    let handshake = tokio::select! {
+        done = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)) => done,
+        _ = shared.shutdown.cancelled() => return,
+    };
+    match handshake {
+        Ok(Ok(stream)) => connection::serve(shared, stream, peer, permit).await,
+        Ok(Err(e)) => tracing::info!(%peer, error = %e, "TLS handshake failed"),
+        Err(_) => tracing::info!(%peer, "TLS handshake timed out"),
+    }
 }
 
 async fn refuse(stream: TcpStream, tls: Option<TlsAcceptor>, error: WireError) {
