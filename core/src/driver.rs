@@ -62,7 +62,12 @@ pub enum Acquire {
     /// The key is held and the request did not ask to wait.
     NotHeld,
     /// The request waits in line (only for drivers that push grants).
-    Queued(Waiting),
+    Queued {
+        /// Where its grant will arrive.
+        waiting: Waiting,
+        /// How many requests are ahead of it.
+        ahead: usize,
+    },
 }
 
 /// A store, as the holder engine sees it.

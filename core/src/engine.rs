@@ -129,7 +129,7 @@ pub(crate) async fn acquire(
                     }
                 }
             }
-            Acquire::Queued(rx) => {
+            Acquire::Queued { waiting: rx, .. } => {
                 let mut line = InLine {
                     driver: driver.clone(),
                     runtime: runtime.clone(),

@@ -143,6 +143,17 @@ impl MemoryDriver {
         self.shared.lock().table.waiting()
     }
 
+    /// A new channel on which the store will say that `lease` ended unseen,
+    /// replacing the one its grant came with (for a server whose client
+    /// came back on another connection); `None` when the lease is not held.
+    pub fn watch_loss(&self, lease: LeaseId) -> Option<oneshot::Receiver<LossReason>> {
+        let mut st = self.shared.lock();
+        st.table.holder_by_id(lease)?;
+        let (tx, rx) = oneshot::channel();
+        st.losses.insert(lease, tx);
+        Some(rx)
+    }
+
     /// How many leases the store holds now.
     pub fn held(&self) -> usize {
         self.shared.lock().table.held()
@@ -287,10 +298,10 @@ impl Driver for MemoryDriver {
                     Acquire::Granted(Granted { grant, lost: rx })
                 }
                 HoldAnswer::NotHeld => Acquire::NotHeld,
-                HoldAnswer::Queued { .. } => {
+                HoldAnswer::Queued { ahead } => {
                     let (tx, rx) = oneshot::channel();
                     st.waiters.insert(request_id, tx);
-                    Acquire::Queued(rx)
+                    Acquire::Queued { waiting: rx, ahead }
                 }
             })
         })

@@ -49,12 +49,8 @@ const WRITER_DRAIN: Duration = Duration::from_secs(5);
 /// goodbye, so that the client reads the goodbye instead of a reset.
 const LINGER: Duration = Duration::from_secs(1);
 const LINGER_BYTES: usize = 1 << 20;
-/// The most encoded bytes one answer of a `Renew` takes per lease (a grant
-/// is at most 60, an error at most about 110): a `Renew` may name at most
-/// `max_frame / RENEW_ENTRY_BYTES` leases, so that its answer fits a frame.
-pub const RENEW_ENTRY_BYTES: usize = 128;
-/// Room for the envelope of a `Reply` frame.
-const REPLY_ENVELOPE_BYTES: usize = 32;
+pub use leasehold::remote::protocol::RENEW_ENTRY_BYTES;
+use leasehold::remote::protocol::{max_renewals, REPLY_ENVELOPE_BYTES};
 
 type Frames<S> = FramedRead<ReadHalf<S>, LengthDelimitedCodec>;
 
@@ -467,6 +463,26 @@ impl Connection {
         self.shared.metrics.grants.inc();
     }
 
+    /// Takes over a lease its client renewed from this connection after
+    /// another one dropped: its losses are pushed here from now on.
+    fn adopt(&mut self, lease_id: LeaseId, request_id: RequestId) {
+        let Some(lost) = self.shared.driver.watch_loss(lease_id) else {
+            return;
+        };
+        let generation = self.next_generation();
+        self.held.insert(
+            lease_id,
+            Held {
+                generation,
+                request_id,
+            },
+        );
+        self.losses.push(Tagged {
+            tag: (lease_id, generation),
+            fut: lost,
+        });
+    }
+
     fn require_write(&self) -> leasehold::Result<()> {
         match self.role {
             Role::Write => Ok(()),
@@ -557,28 +573,23 @@ impl Connection {
                 Ok(Reply::Granted(wire))
             }
             Acquire::NotHeld => Ok(Reply::NotHeld),
-            Acquire::Queued(waiting) => {
+            Acquire::Queued { waiting, ahead } => {
                 let generation = self.next_generation();
                 self.waits.insert(request_id, Wait { generation, ttl });
                 self.grants.push(Tagged {
                     tag: (request_id, generation),
                     fut: waiting,
                 });
-                // The driver does not say how many wait ahead.
-                Ok(Reply::Queued { ahead: 0 })
+                Ok(Reply::Queued {
+                    ahead: u64::try_from(ahead).unwrap_or(u64::MAX),
+                })
             }
         }
     }
 
     async fn renew(&mut self, leases: Vec<(u128, u64)>) -> leasehold::Result<Reply> {
         self.require_write()?;
-        let most = (self
-            .shared
-            .limits
-            .max_frame
-            .saturating_sub(REPLY_ENVELOPE_BYTES)
-            / RENEW_ENTRY_BYTES)
-            .max(1);
+        let most = max_renewals(self.shared.limits.max_frame);
         if leases.len() > most {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
@@ -590,19 +601,22 @@ impl Connection {
         }
         let mut answers = Vec::with_capacity(leases.len());
         for (lease_id, ttl_ms) in leases {
+            let lease_id = LeaseId(lease_id);
             let renewed = match duration::check_ttl("ttl", Duration::from_millis(ttl_ms)) {
-                Ok(ttl) => self
-                    .shared
-                    .driver
-                    .renew(LeaseId(lease_id), Some(ttl))
-                    .await
-                    .map(|g| WireGrant::from(&g)),
+                Ok(ttl) => self.shared.driver.renew(lease_id, Some(ttl)).await,
                 Err(e) => Err(e),
             };
-            if renewed.is_ok() {
+            if let Ok(grant) = &renewed {
                 self.shared.metrics.renewals.inc();
+                if !self.held.contains_key(&lease_id) {
+                    self.adopt(lease_id, grant.request_id);
+                }
             }
-            answers.push(renewed.map_err(|e| WireError::from(&e)));
+            answers.push(
+                renewed
+                    .map(|g| WireGrant::from(&g))
+                    .map_err(|e| WireError::from(&e)),
+            );
         }
         Ok(Reply::Renewed(answers))
     }

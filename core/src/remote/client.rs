@@ -61,6 +61,8 @@ struct State {
     conn: Option<Conn>,
     epoch: Option<u32>,
     role: Option<super::protocol::Role>,
+    /// How many leases one `Renew` may name on the current connection.
+    renew_batch: usize,
     next_id: u64,
     pending: HashMap<u64, Pending>,
     waiters: HashMap<RequestId, Waiter>,
@@ -352,6 +354,7 @@ async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
         let restarted = st.epoch.is_some_and(|e| e != welcome.epoch);
         st.epoch = Some(welcome.epoch);
         st.role = Some(welcome.role);
+        st.renew_batch = protocol::max_renewals(welcome.max_frame.min(shared.options.max_frame));
         st.conn = Some(Conn { tx });
         restarted
     };
@@ -424,16 +427,23 @@ async fn resync(shared: Weak<Shared>, restarted: bool) {
             .collect();
         (leases, holds)
     };
-    if !leases.is_empty() {
-        let asked: Vec<u128> = leases.iter().map(|(id, _)| *id).collect();
-        if let Ok(Reply::Renewed(results)) = s.call(Request::Renew { leases }).await {
-            let mut st = s.lock();
-            for (id, result) in asked.into_iter().zip(results) {
-                if let Err(e) = result {
-                    if Error::from(e).kind() == ErrorKind::Lost {
-                        if let Some(h) = st.held.remove(&LeaseId(id)) {
-                            let _ = h.loss.send(LossReason::Unknown);
-                        }
+    let batch = s.lock().renew_batch.max(1);
+    for chunk in leases.chunks(batch) {
+        let asked: Vec<u128> = chunk.iter().map(|(id, _)| *id).collect();
+        let Ok(Reply::Renewed(results)) = s
+            .call(Request::Renew {
+                leases: chunk.to_vec(),
+            })
+            .await
+        else {
+            continue;
+        };
+        let mut st = s.lock();
+        for (id, result) in asked.into_iter().zip(results) {
+            if let Err(e) = result {
+                if Error::from(e).kind() == ErrorKind::Lost {
+                    if let Some(h) = st.held.remove(&LeaseId(id)) {
+                        let _ = h.loss.send(LossReason::Unknown);
                     }
                 }
             }
@@ -459,7 +469,13 @@ async fn resync(shared: Weak<Shared>, restarted: bool) {
 async fn run_renewals(shared: Weak<Shared>, wake: Arc<Notify>, closed: CancellationToken) {
     loop {
         let batch = match shared.upgrade() {
-            Some(s) => std::mem::take(&mut s.lock().renewals),
+            Some(s) => {
+                let mut st = s.lock();
+                let most = st.renew_batch.max(1);
+                let cut = st.renewals.len().min(most);
+                let rest = st.renewals.split_off(cut);
+                std::mem::replace(&mut st.renewals, rest)
+            }
             None => return,
         };
         if batch.is_empty() {
@@ -567,7 +583,12 @@ impl Driver for RemoteDriver {
             };
             let mut st = s.lock();
             match answer {
-                Ok(Reply::Queued { .. }) => return Ok(Acquire::Queued(wrx)),
+                Ok(Reply::Queued { ahead }) => {
+                    return Ok(Acquire::Queued {
+                        waiting: wrx,
+                        ahead: usize::try_from(ahead).unwrap_or(usize::MAX),
+                    })
+                }
                 Err(e) if e.kind() == ErrorKind::Unavailable => {
                     st.waiters.remove(&rid);
                     continue;

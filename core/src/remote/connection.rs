@@ -30,6 +30,8 @@ pub struct Welcome {
     pub epoch: u32,
     /// What this connection may do.
     pub role: Role,
+    /// The largest frame the server accepts.
+    pub max_frame: usize,
 }
 
 /// The codec both sides use: a 4-byte big-endian length, at most `max_frame` bytes.
@@ -120,7 +122,19 @@ pub async fn open(
             .ok_or_else(|| unavailable("hello", "the server closed the connection"))?
             .map_err(|e| unavailable("read welcome", e))?;
         match protocol::decode::<ServerFrame>(&first)? {
-            ServerFrame::Welcome { epoch, role, .. } => Ok((frames, Welcome { epoch, role })),
+            ServerFrame::Welcome {
+                epoch,
+                role,
+                max_frame,
+                ..
+            } => Ok((
+                frames,
+                Welcome {
+                    epoch,
+                    role,
+                    max_frame: usize::try_from(max_frame).unwrap_or(usize::MAX),
+                },
+            )),
             ServerFrame::Goodbye(e) => Err(Error::from(e)),
             other => Err(Error::new(
                 ErrorKind::Protocol,

@@ -22,6 +22,17 @@ pub const VERSION: u16 = 1;
 /// The largest frame either side accepts unless configured otherwise.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
 
+/// The most bytes one lease's answer to `Renew` takes, counted generously.
+pub const RENEW_ENTRY_BYTES: usize = 128;
+
+/// The bytes of a `Reply` frame around its answers, counted generously.
+pub const REPLY_ENVELOPE_BYTES: usize = 32;
+
+/// How many leases one `Renew` may name so that its answer fits a frame of `max_frame` bytes.
+pub fn max_renewals(max_frame: usize) -> usize {
+    (max_frame.saturating_sub(REPLY_ENVELOPE_BYTES) / RENEW_ENTRY_BYTES).max(1)
+}
+
 /// What a token admits a connection to do (LOCK-14).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Role {

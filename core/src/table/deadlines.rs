@@ -9,11 +9,15 @@ use crate::ids::{LeaseId, RequestId};
 
 /// What a deadline is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+///
+/// The order of the variants matters: of two timers due at the same instant,
+/// a revocation pops before an expiry, so that a lease whose maxHold and ttl
+/// end together is reported revoked.
 pub enum Timer {
-    /// The lease's ttl may have run out (it may have been renewed since).
-    Expire(LeaseId),
     /// The lease reaches its maxHold.
     Revoke(LeaseId),
+    /// The lease's ttl may have run out (it may have been renewed since).
+    Expire(LeaseId),
     /// A request whose lease ended unseen can be forgotten.
     Forget(RequestId),
 }

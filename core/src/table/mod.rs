@@ -264,6 +264,17 @@ impl LeaseTable {
         })
     }
 
+    /// The holder of the lease `lease_id`, if it is held.
+    pub fn holder_by_id(&self, lease_id: LeaseId) -> Option<Holder> {
+        let key = self.leases.get(&lease_id)?;
+        let h = self.keys.get(key)?.holder.as_ref()?;
+        Some(Holder {
+            name: (*key.0).clone(),
+            grant: h.grant.clone(),
+            granted_at: h.granted_at,
+        })
+    }
+
     /// Every holder of lock `lock` (or of every lock), sorted by key.
     pub fn holders(&self, lock: Option<&str>) -> Vec<Holder> {
         let mut out: Vec<Holder> = self
