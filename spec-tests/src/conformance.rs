@@ -253,7 +253,7 @@ fn show(a: &Acquire) -> &'static str {
     match a {
         Acquire::Granted(_) => "Granted",
         Acquire::NotHeld => "NotHeld",
-        Acquire::Queued(_) => "Queued",
+        Acquire::Queued { .. } => "Queued",
     }
 }
 
@@ -286,7 +286,7 @@ async fn not_held(h: &Harness, name: &KeyName) -> Checked {
 
 async fn queued(h: &Harness, req: &HoldRequest) -> Result<Waiting, NotPassed> {
     match hold(h, req).await? {
-        Acquire::Queued(rx) => Ok(rx),
+        Acquire::Queued { waiting, .. } => Ok(waiting),
         other => Err(format!("expected Queued, got {}", show(&other)).into()),
     }
 }
@@ -370,7 +370,7 @@ async fn grant_not_held_queued(h: Harness) -> Checked {
     let answer = hold(&h, &waiter).await?;
     if h.driver.capabilities().push {
         ensure!(
-            matches!(answer, Acquire::Queued(_)),
+            matches!(answer, Acquire::Queued { .. }),
             "a queued request on a held key got {}",
             show(&answer)
         );

@@ -31,6 +31,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use leasehold::clock::VirtualClock;
+use leasehold::remote::ConnectOptions;
 use leasehold::{
     CancellationToken, Error, ErrorKind, HoldOptions, Holding, Lease, Lock, ManualLease,
     MemoryOptions, Store,
@@ -118,8 +119,37 @@ pub fn run_file(file: &str) -> Result<(), Failure> {
     run(&load(&scenario_dir().join(file))?)
 }
 
-/// Runs a scenario on its own current-thread runtime.
+/// How long the runner waits for the server store's pushes to arrive before
+/// it looks (loopback round trips take well under a millisecond).
+pub const SERVER_SETTLE: Duration = Duration::from_millis(150);
+
+/// Whether a scenario can run on the server store: it needs pushed grants
+/// and moves no virtual clock (the server keeps real time), closes and
+/// reopens no store, and reads no exact remaining time.
+pub fn applies_to_server(scenario: &Scenario) -> bool {
+    scenario.store.push
+        && scenario.steps.iter().all(|s| {
+            !matches!(
+                s,
+                Step::Advance { .. }
+                    | Step::Close {}
+                    | Step::Reopen {}
+                    | Step::ExpectRemaining { .. }
+            )
+        })
+}
+
+/// Runs a scenario on its own current-thread runtime, on the embedded store.
 pub fn run(scenario: &Scenario) -> Result<(), Failure> {
+    run_on(scenario, None)
+}
+
+/// Runs a scenario on the server store at `url` (see [`applies_to_server`]).
+pub fn run_on_server(scenario: &Scenario, url: &str) -> Result<(), Failure> {
+    run_on(scenario, Some(url))
+}
+
+fn run_on(scenario: &Scenario, server: Option<&str>) -> Result<(), Failure> {
     quiet_scenario_panics();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -131,7 +161,14 @@ pub fn run(scenario: &Scenario) -> Result<(), Failure> {
             message: format!("cannot start a runtime: {e}"),
         })?;
     runtime.block_on(async {
-        let mut world = World::new(scenario.store);
+        let mut world = World::new(scenario.store, server)
+            .await
+            .map_err(|message| Failure {
+                scenario: scenario.id.clone(),
+                step: None,
+                step_json: None,
+                message,
+            })?;
         for (i, step) in scenario.steps.iter().enumerate() {
             let outcome = tokio::time::timeout(STEP_GUARD, world.step(step)).await;
             let message = match outcome {
@@ -355,6 +392,8 @@ fn option_dur(d: &Option<Dur>) -> leasehold::Result<Option<Duration>> {
 
 struct World {
     spec: StoreSpec,
+    /// The server store the scenario runs on, or `None` for the embedded one.
+    server: Option<String>,
     clock: VirtualClock,
     store: Store,
     locks: HashMap<String, (LockSpec, Lock)>,
@@ -372,15 +411,31 @@ fn open_store(spec: StoreSpec, clock: &VirtualClock) -> Store {
 }
 
 impl World {
-    fn new(spec: StoreSpec) -> World {
+    async fn new(spec: StoreSpec, server: Option<&str>) -> Result<World, String> {
         let clock = VirtualClock::new();
-        World {
+        let store = match server {
+            Some(url) => Store::connect(url, ConnectOptions::default())
+                .await
+                .map_err(|e| format!("cannot connect to the server store {url}: {e}"))?,
+            None => open_store(spec, &clock),
+        };
+        Ok(World {
             spec,
-            store: open_store(spec, &clock),
+            server: server.map(str::to_owned),
+            store,
             clock,
             locks: HashMap::new(),
             holders: HashMap::new(),
             fences: HashMap::new(),
+        })
+    }
+
+    /// Lets what the store pushed arrive: on the embedded store, every task
+    /// that can run runs; over a connection, a real pause of [`SERVER_SETTLE`].
+    async fn settle(&self) {
+        match self.server {
+            Some(_) => tokio::time::sleep(SERVER_SETTLE).await,
+            None => settle().await,
         }
     }
 
@@ -623,13 +678,13 @@ impl World {
                     _ => return Err(format!("{holder:?} is not waiting")),
                 };
                 cancel.cancel();
-                settle().await;
+                self.settle().await;
                 Ok(())
             }
             Step::ExpectGranted { holder } => self.expect_phase(holder, "granted").await,
             Step::ExpectWaiting { holder } => self.expect_phase(holder, "waiting").await,
             Step::ExpectFailed { holder, error } => {
-                settle().await;
+                self.settle().await;
                 self.resolve(holder).await?;
                 let (got, detail) = self.phase_label(holder)?;
                 compare(&Outcome::error(error.0), &Outcome(got), detail.as_ref())
@@ -637,7 +692,7 @@ impl World {
             Step::ExpectLost { holder, reason } => self.expect_lost(holder, Some(*reason)).await,
             Step::ExpectNotLost { holder } => self.expect_lost(holder, None).await,
             Step::ExpectRemaining { holder, remaining } => {
-                settle().await;
+                self.settle().await;
                 let lease = self.lease_of(holder)?;
                 let want = match remaining {
                     Remaining(s) if s == "none" => None,
@@ -693,7 +748,7 @@ impl World {
                     let got = call.await.map_err(|e| format!("task {i}: {e}"))?;
                     unit_outcome(&want, got).map_err(|e| format!("task {i}: {e}"))?;
                 }
-                settle().await;
+                self.settle().await;
                 Ok(())
             }
             Step::Release {
@@ -714,17 +769,17 @@ impl World {
                     let got = call.await.map_err(|e| format!("task {i}: {e}"))?;
                     unit_outcome(&want, got).map_err(|e| format!("task {i}: {e}"))?;
                 }
-                settle().await;
+                self.settle().await;
                 Ok(())
             }
             Step::Close {} => {
                 self.store.close().await;
-                settle().await;
+                self.settle().await;
                 Ok(())
             }
             Step::Reopen {} => {
                 self.store.close().await;
-                settle().await;
+                self.settle().await;
                 self.store = open_store(self.spec, &self.clock);
                 for (alias, (spec, lock)) in self.locks.iter_mut() {
                     *lock = spec
@@ -743,7 +798,7 @@ impl World {
         expect: &Option<WaitExpect>,
         expect_error: &Option<Code>,
     ) -> Result<(), String> {
-        settle().await;
+        self.settle().await;
         self.resolve(holder).await?;
         let want = Outcome::expected(expect, expect_error, "");
         let (got, detail) = self.phase_label(holder)?;
@@ -757,7 +812,7 @@ impl World {
     }
 
     async fn expect_phase(&mut self, holder: &str, want: &str) -> Result<(), String> {
-        settle().await;
+        self.settle().await;
         self.resolve(holder).await?;
         let (got, detail) = self.phase_label(holder)?;
         compare(&Outcome(want.into()), &Outcome(got), detail.as_ref())
@@ -771,7 +826,7 @@ impl World {
     }
 
     async fn expect_lost(&mut self, holder: &str, reason: Option<Reason>) -> Result<(), String> {
-        settle().await;
+        self.settle().await;
         let lease = self.lease_of(holder)?;
         let got = lease.loss_reason();
         let signalled = ready_now(lease.lost_signal()).await.is_some();
@@ -838,7 +893,7 @@ impl World {
                     panic!("{PANIC_MARK}: {message}");
                 });
                 let got = task.await;
-                settle().await;
+                self.settle().await;
                 return match got {
                     Err(e) if e.is_panic() => compare(&want, &Outcome::of(&EndExpect::Panic), None),
                     other => Err(format!("the panic did not go on unwinding: {other:?}")),
@@ -849,10 +904,10 @@ impl World {
                     let _holding = holding;
                     std::future::pending::<()>().await
                 });
-                settle().await;
+                self.settle().await;
                 task.abort();
                 let got = task.await;
-                settle().await;
+                self.settle().await;
                 return match got {
                     Err(e) if e.is_cancelled() => {
                         compare(&want, &Outcome::of(&EndExpect::Cancelled), None)
@@ -861,7 +916,7 @@ impl World {
                 };
             }
         };
-        settle().await;
+        self.settle().await;
         match got {
             Ok(()) => compare(&want, &Outcome::of(&EndExpect::Ok), None),
             Err(HeldError::Function(FunctionError(m))) => {
