@@ -17,6 +17,7 @@
 //! # }
 //! ```
 
+pub mod commands;
 pub mod config;
 mod connection;
 pub mod epochs;

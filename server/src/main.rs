@@ -1,11 +1,16 @@
 //! `leasehold`: the command line of the Leasehold server store.
 //!
-//! Exit codes: 0 after a clean shutdown (SIGTERM, SIGINT); 1 when the server
-//! cannot start or fails; 2 for a bad command line or config file.
+//! `serve` exits 0 after a clean shutdown (SIGTERM, SIGINT), 1 when the
+//! server cannot start or fails, 2 for a bad command line or config file.
+//! `hold` exits with its command's code or one of its own (see
+//! `leasehold_server::commands::hold`); `ls` exits 0, or 1 when the store
+//! could not be asked.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use leasehold_server::commands;
+use leasehold_server::commands::{hold::HoldArgs, ls::LsArgs};
 use leasehold_server::ServeArgs;
 
 /// Leases and fenced locks: the server store.
@@ -20,12 +25,32 @@ struct Cli {
 enum Command {
     /// Run the server store: accept connections and grant leases.
     Serve(ServeArgs),
+    /// Run a command while holding a key; its fence is in LEASEHOLD_FENCE.
+    Hold(HoldArgs),
+    /// List the keys held now, with holder age and fence.
+    Ls(LsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve(args),
+        Command::Hold(args) => client(commands::hold::run(args)),
+        Command::Ls(args) => client(commands::ls::run(args)),
+    }
+}
+
+/// Runs a client command on a small runtime and exits with its code.
+fn client(command: impl std::future::Future<Output = u8>) -> ExitCode {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => ExitCode::from(runtime.block_on(command)),
+        Err(e) => {
+            eprintln!("leasehold: cannot start the runtime: {e}");
+            ExitCode::from(commands::hold::EXIT_FAILED)
+        }
     }
 }
 

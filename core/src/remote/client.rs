@@ -627,6 +627,9 @@ impl Driver for RemoteDriver {
     }
 
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {
+        if self.shared.closed.is_cancelled() {
+            return Err(closed());
+        }
         let ttl_ms = match ttl {
             Some(t) => millis(t),
             None => self
@@ -711,13 +714,18 @@ impl Driver for RemoteDriver {
         if s.closed.is_cancelled() {
             return;
         }
-        let held: Vec<LeaseId> = s.lock().held.keys().copied().collect();
+        let (waiters, held): (Vec<(RequestId, Waiter)>, Vec<LeaseId>) = {
+            let mut st = s.lock();
+            (st.waiters.drain().collect(), st.held.keys().copied().collect())
+        };
+        for (id, w) in waiters {
+            s.fire(Request::GiveUp { request_id: id.0 });
+            let _ = w.tx.send(Err(closed()));
+        }
         for id in &held {
             s.fire(Request::Release { lease_id: id.0 });
         }
-        if !held.is_empty() {
-            let _ = tokio::time::timeout(s.options.connect_timeout, s.call(Request::Ping)).await;
-        }
+        let _ = tokio::time::timeout(s.options.connect_timeout, s.call(Request::Ping)).await;
         s.closed.cancel();
         let mut st = s.lock();
         for (_, h) in st.held.drain() {

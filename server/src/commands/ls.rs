@@ -1,0 +1,71 @@
+//! `leasehold ls [LOCK]`: the keys held now, with holder age and fence.
+
+use std::io::Write;
+
+use leasehold::driver::HolderInfo;
+use leasehold::duration::show;
+
+use super::StoreArgs;
+
+/// The options of `leasehold ls`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LsArgs {
+    /// Only this lock's keys (every lock's when left out).
+    pub lock: Option<String>,
+
+    /// Where the store is and how to be admitted.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Writes the holders as a table: `LOCK KEY FENCE HELD EXPIRES`. Manual
+/// leases show under the lock name `(manual)`.
+pub fn write_table(out: &mut impl Write, holders: &[HolderInfo]) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<20} {:<30} {:>20} {:>10} {:>10}",
+        "LOCK", "KEY", "FENCE", "HELD", "EXPIRES"
+    )?;
+    for h in holders {
+        let lock = if h.lock.is_empty() {
+            "(manual)"
+        } else {
+            &h.lock
+        };
+        let held = show(std::time::Duration::from_secs(h.held_for.as_secs()));
+        let expires = h
+            .expires_in
+            .map(|d| {
+                show(std::time::Duration::from_millis(
+                    d.as_millis() as u64 / 100 * 100,
+                ))
+            })
+            .unwrap_or_else(|| "-".to_owned());
+        writeln!(
+            out,
+            "{lock:<20} {:<30} {:>20} {held:>10} {expires:>10}",
+            h.key, h.fence
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs `leasehold ls`: 0 when listed, 1 when the store refused or could not be reached.
+pub async fn run(args: LsArgs) -> u8 {
+    let listed = async {
+        let store = args.store.connect().await?;
+        let holders = store.holders(args.lock.as_deref()).await;
+        store.close().await;
+        holders
+    };
+    match listed.await {
+        Ok(holders) => match write_table(&mut std::io::stdout().lock(), &holders) {
+            Ok(()) => 0,
+            Err(_) => 1,
+        },
+        Err(e) => {
+            eprintln!("leasehold ls: {e}");
+            1
+        }
+    }
+}

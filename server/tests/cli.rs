@@ -1,0 +1,210 @@
+//! `leasehold hold` and `leasehold ls` against the real server process, and
+//! a frozen holder process (LOCK-16).
+
+mod support;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use leasehold::HoldOptions;
+use support::server::{send_signal, ServerProcess};
+use support::{connect, data_dir, S};
+use tokio::time::timeout;
+
+fn leasehold(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leasehold"));
+    cmd.args(args);
+    cmd
+}
+
+fn hold(server: &ServerProcess, extra: &[&str], command: &[&str]) -> Command {
+    let url = server.url();
+    let mut cmd = leasehold(&["hold", "l", "k", "--store", &url]);
+    cmd.args(extra).arg("--").args(command);
+    cmd
+}
+
+fn run(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null()).output().expect("run leasehold")
+}
+
+#[test]
+fn hold_runs_the_command_with_its_fence_and_passes_its_exit_code() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let out = run(hold(
+        &server,
+        &[],
+        &[
+            "sh",
+            "-c",
+            "echo fence=$LEASEHOLD_FENCE key=$LEASEHOLD_LOCK/$LEASEHOLD_KEY; exit 7",
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let fence: u64 = stdout
+        .trim()
+        .strip_prefix("fence=")
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(fence > 0);
+    assert!(stdout.contains("key=l/k"), "{stdout}");
+    let again = run(hold(&server, &[], &["sh", "-c", "echo $LEASEHOLD_FENCE"]));
+    assert_eq!(again.status.code(), Some(0));
+    let next: u64 = String::from_utf8(again.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        next > fence,
+        "the key was not released after the first command"
+    );
+}
+
+// LOCK-17: --try on a held key exits 75 and runs nothing; --wait past its bound exits 124 (LOCK-18).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_17_try_and_wait_exit_without_running_the_command() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let held = store
+        .lock("l")
+        .open()
+        .unwrap()
+        .begin("k", &HoldOptions::default())
+        .await
+        .unwrap();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", marker.display());
+    let out = run(hold(&server, &["--try"], &["sh", "-c", &touch]));
+    assert_eq!(out.status.code(), Some(75), "{out:?}");
+    let start = Instant::now();
+    let out = run(hold(&server, &["--wait", "300ms"], &["sh", "-c", &touch]));
+    assert_eq!(out.status.code(), Some(124), "{out:?}");
+    assert!(start.elapsed() >= Duration::from_millis(300));
+    assert!(!marker.exists(), "the command ran");
+    held.end().await.unwrap();
+}
+
+// LOCK-12, LOCK-09: a lease lost while the command runs stops the command (SIGTERM, then SIGKILL
+// after --grace) and exits 70.
+#[test]
+fn lock_12_a_lost_lease_stops_the_command() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let start = Instant::now();
+    let out = run(hold(
+        &server,
+        &["--ttl", "1s", "--max-hold", "1s"],
+        &["sleep", "30"],
+    ));
+    assert_eq!(out.status.code(), Some(70), "{out:?}");
+    assert!(start.elapsed() < S(10));
+    let start = Instant::now();
+    let stubborn = ["sh", "-c", "trap '' TERM; exec sleep 30"];
+    let out = run(hold(
+        &server,
+        &["--ttl", "1s", "--max-hold", "1s", "--grace", "500ms"],
+        &stubborn,
+    ));
+    assert_eq!(out.status.code(), Some(70), "{out:?}");
+    assert!(
+        start.elapsed() >= Duration::from_millis(1200),
+        "SIGKILL came before the grace"
+    );
+    assert!(start.elapsed() < S(10));
+}
+
+#[test]
+fn hold_reports_a_missing_command_and_an_unreachable_store() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let out = run(hold(&server, &[], &["/nonexistent/command"]));
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("leasehold://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let out = run({
+        let mut cmd = leasehold(&["hold", "l", "k", "--store", &url, "--", "true"]);
+        cmd.stderr(Stdio::piped());
+        cmd
+    });
+    assert_eq!(out.status.code(), Some(125), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Unavailable"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_lists_held_keys_with_fence_and_age() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let held = store
+        .lock("summaries")
+        .open()
+        .unwrap()
+        .begin("chat-1", &HoldOptions::default())
+        .await
+        .unwrap();
+    let manual = store.try_acquire("batch", S(60)).await.unwrap().unwrap();
+    let out = run(leasehold(&["ls", "--store", &server.url()]));
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains("chat-1")).expect(&text);
+    assert!(line.starts_with("summaries"), "{line}");
+    assert!(line.contains(&held.lease().fence().to_string()), "{line}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("(manual)") && l.contains("batch")),
+        "{text}"
+    );
+    let only = run(leasehold(&["ls", "summaries", "--store", &server.url()]));
+    let only = String::from_utf8(only.stdout).unwrap();
+    assert!(only.contains("chat-1") && !only.contains("batch"), "{only}");
+    held.end().await.unwrap();
+    manual.release().await.unwrap();
+}
+
+// LOCK-16: a holder whose process is frozen stops renewing; its key goes to the next in line
+// within ttl of its last renewal, plus a round trip.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_16_a_frozen_holder_loses_its_key_within_ttl() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let mut holder = hold(&server, &["--ttl", "2s"], &["sleep", "60"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while store.holders(Some("l")).await.unwrap().is_empty() {
+        assert!(started.elapsed() < S(10), "the holder never got the key");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    send_signal(holder.id(), 19);
+    let frozen_at = Instant::now();
+    let lock = store.lock("l").open().unwrap();
+    let next = timeout(S(10), lock.begin("k", &HoldOptions::default()))
+        .await
+        .unwrap()
+        .unwrap();
+    let after = frozen_at.elapsed();
+    send_signal(holder.id(), 18);
+    send_signal(holder.id(), 15);
+    let _ = holder.wait();
+    assert!(
+        after <= Duration::from_millis(2300),
+        "the key came {after:?} after the freeze"
+    );
+    assert!(
+        after >= Duration::from_millis(1200),
+        "the key came {after:?} after the freeze: before the ttl"
+    );
+    next.end().await.unwrap();
+}

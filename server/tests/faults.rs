@@ -1,0 +1,242 @@
+//! The core client against the real server process, through a proxy that
+//! cuts, delays and drops: LOCK-03, LOCK-04, LOCK-07, LOCK-15, LOCK-02.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use leasehold::remote::protocol::{Reply, ServerFrame};
+use leasehold::{ErrorKind, HoldOptions, LossReason};
+use support::proxy::Proxy;
+use support::server::ServerProcess;
+use support::{connect, data_dir, S};
+use tokio::time::timeout;
+
+// LOCK-03, ERR-04: a grant whose answer is lost with its connection is asked for again with the
+// same request id, and the store answers the same lease: one request, one lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_03_a_lost_grant_reply_never_yields_two_leases() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let proxy = Proxy::start(server.addr).await;
+    let store = connect(&proxy.url()).await;
+    let direct = connect(&server.url()).await;
+    let lock = store.lock("l").ttl(S(10)).open().unwrap();
+    proxy.drop_next(|f| {
+        matches!(
+            f,
+            ServerFrame::Reply {
+                body: Ok(Reply::Granted(_)),
+                ..
+            }
+        )
+    });
+    let held = timeout(S(10), lock.begin("k", &HoldOptions::default()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(proxy.dropped(), 1, "the grant's answer was not dropped");
+    let holders = direct.holders(Some("l")).await.unwrap();
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    assert_eq!(
+        holders[0].fence,
+        held.lease().fence(),
+        "the retry was answered another lease"
+    );
+    held.end().await.unwrap();
+    assert!(
+        direct.holders(Some("l")).await.unwrap().is_empty(),
+        "a lease was left behind"
+    );
+}
+
+// LOCK-03: a waiter whose connection is cut keeps its place in line and gets the pushed grant on
+// its new connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let proxy = Proxy::start(server.addr).await;
+    let direct = connect(&server.url()).await;
+    let via_proxy = connect(&proxy.url()).await;
+    let first = direct
+        .lock("l")
+        .open()
+        .unwrap()
+        .begin("k", &HoldOptions::default())
+        .await
+        .unwrap();
+    let lock = via_proxy.lock("l").open().unwrap();
+    let waiter = tokio::spawn(async move {
+        lock.begin("k", &HoldOptions::default())
+            .await
+            .map(|h| h.lease().fence())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let third_lock = direct.lock("l").open().unwrap();
+    let third = tokio::spawn(async move {
+        third_lock
+            .begin("k", &HoldOptions::default())
+            .await
+            .map(|h| h.lease().fence())
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let f1 = first.lease().fence();
+    first.end().await.unwrap();
+    let f2 = timeout(S(5), waiter)
+        .await
+        .expect("the cut waiter was granted")
+        .unwrap()
+        .unwrap();
+    assert!(f2 > f1);
+    let f3 = timeout(S(5), third).await.unwrap().unwrap().unwrap();
+    assert!(f3 > f2, "the line's order changed across the cut");
+}
+
+// LOCK-07: cuts that the client heals within the deadline do not lose the lease; renewals go on
+// from each new connection, by lease id, and the function never notices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_07_a_cut_connection_does_not_lose_a_renewing_lease() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let proxy = Proxy::start(server.addr).await;
+    let store = connect(&proxy.url()).await;
+    let direct = connect(&server.url()).await;
+    let lock = store.lock("l").ttl(S(1)).open().unwrap();
+    let held = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(3500) {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        proxy.cut();
+    }
+    assert!(
+        !held.lease().lost(),
+        "lost: {:?}",
+        held.lease().loss_reason()
+    );
+    let holders = direct.holders(Some("l")).await.unwrap();
+    assert_eq!(
+        holders.iter().map(|h| h.fence).collect::<Vec<_>>(),
+        [held.lease().fence()]
+    );
+    held.end().await.unwrap();
+}
+
+// LOCK-04: under network delay and then a partition, the holder declares its lease lost before
+// the store lets the key go to the next in line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_04_holder_deadline_comes_before_the_store_lets_go() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let proxy = Proxy::start(server.addr).await;
+    proxy.delay(Duration::from_millis(40));
+    let store = connect(&proxy.url()).await;
+    let direct = connect(&server.url()).await;
+    let lock = store
+        .lock("l")
+        .ttl(S(1))
+        .margin(Duration::from_millis(100))
+        .open()
+        .unwrap();
+    let held = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let next_lock = direct.lock("l").open().unwrap();
+    let next = tokio::spawn(async move {
+        let h = next_lock.begin("k", &HoldOptions::default()).await.unwrap();
+        let at = Instant::now();
+        h.end().await.unwrap();
+        at
+    });
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    proxy.refuse(true);
+    proxy.cut();
+    let lost = held.lease().lost_signal();
+    timeout(S(3), lost)
+        .await
+        .expect("the holder declared the loss");
+    let lost_at = Instant::now();
+    assert_eq!(held.lease().loss_reason(), Some(LossReason::Expired));
+    let granted_at = timeout(S(3), next).await.unwrap().unwrap();
+    assert!(
+        lost_at < granted_at,
+        "the holder still believed it held the key after the store let it go"
+    );
+    assert_eq!(held.end().await.unwrap_err().kind(), ErrorKind::Lost);
+}
+
+// LOCK-15, LOCK-02: kill -9 and a restart on the same data dir: the holder learns it lost its
+// lease (restarted), and the next fence is larger than every fence before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_15_a_restarted_store_loses_every_lease_and_fences_grow() {
+    let dir = data_dir();
+    let mut server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let lock = store.lock("l").ttl(S(2)).open().unwrap();
+    let held = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let other = lock.begin("k2", &HoldOptions::default()).await.unwrap();
+    let before = held.lease().fence().max(other.lease().fence());
+    server.kill9();
+    server.restart();
+    timeout(S(5), held.lease().lost_signal())
+        .await
+        .expect("the holder learnt of the restart");
+    assert_eq!(held.lease().loss_reason(), Some(LossReason::Restarted));
+    assert_eq!(held.end().await.unwrap_err().kind(), ErrorKind::Lost);
+    assert_eq!(other.end().await.unwrap_err().kind(), ErrorKind::Lost);
+    let again = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    assert!(
+        again.lease().fence() > before,
+        "{} <= {before}",
+        again.lease().fence()
+    );
+    again.end().await.unwrap();
+}
+
+// LOCK-14: a connection without a valid token is refused at connect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_14_the_client_without_a_valid_token_is_unauthenticated() {
+    let dir = data_dir();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "good write\n").unwrap();
+    let data = dir.path().join("data");
+    let server = ServerProcess::start(&data, &["--tokens", tokens.to_str().unwrap()]);
+    for token in [None, Some("bad")] {
+        let options = leasehold::remote::ConnectOptions {
+            token: token.map(str::to_owned),
+            ..Default::default()
+        };
+        let err = leasehold::Store::connect(&server.url(), options)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unauthenticated, "{token:?}");
+    }
+    let options = leasehold::remote::ConnectOptions::default().token("good");
+    let store = leasehold::Store::connect(&server.url(), options)
+        .await
+        .unwrap();
+    assert!(store
+        .lock("l")
+        .open()
+        .unwrap()
+        .try_begin("k")
+        .await
+        .unwrap()
+        .is_some());
+}
+
+// ERR-01: a store that cannot be reached fails Unavailable at connect.
+#[tokio::test]
+async fn err_01_an_unreachable_store_is_unavailable() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let err = leasehold::Store::connect(&format!("leasehold://{addr}"), Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    let err = leasehold::Store::connect("http://nope", Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
