@@ -198,6 +198,37 @@ impl VirtualClock {
     }
 }
 
+impl VirtualClock {
+    /// [`VirtualClock::advance`] for callers outside async code (the
+    /// bindings' test hooks): moves one sleeper's deadline at a time and
+    /// pauses `pause` of real time after each step, so that tasks on any
+    /// runtime thread run what the step woke before the clock moves on.
+    pub fn advance_blocking(&self, by: Duration, pause: Duration) {
+        std::thread::sleep(pause);
+        let target = self.state().now + by;
+        loop {
+            let (wakers, done) = {
+                let mut st = self.state();
+                match st.sleepers.keys().next().map(|(d, _)| *d) {
+                    Some(d) if d <= target => {
+                        st.now = st.now.max(d);
+                        (take_due(&mut st), false)
+                    }
+                    _ => {
+                        st.now = target;
+                        (take_due(&mut st), true)
+                    }
+                }
+            };
+            wakers.into_iter().for_each(Waker::wake);
+            std::thread::sleep(pause);
+            if done {
+                return;
+            }
+        }
+    }
+}
+
 fn take_due(st: &mut VirtualState) -> Vec<Waker> {
     let later = st.sleepers.split_off(&(st.now, u64::MAX));
     std::mem::replace(&mut st.sleepers, later)
@@ -290,6 +321,31 @@ mod tests {
         let timed = tokio::time::timeout(Duration::from_millis(1), sleep).await;
         assert!(timed.is_err());
         assert!(virt.state().sleepers.is_empty());
+    }
+
+    #[test]
+    fn advance_blocking_fires_timers_on_runtime_threads() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let virt = VirtualClock::new();
+        let clock = Clock::from(virt.clone());
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        for secs in [2u64, 1] {
+            let (clock, seen) = (clock.clone(), seen.clone());
+            rt.spawn(async move {
+                clock
+                    .sleep_until(Instant::from_origin(Duration::from_secs(secs)))
+                    .await;
+                seen.lock().unwrap().push(clock.now());
+            });
+        }
+        virt.advance_blocking(Duration::from_secs(3), Duration::from_millis(20));
+        let at = |s| Instant::from_origin(Duration::from_secs(s));
+        assert_eq!(*seen.lock().unwrap(), [at(1), at(2)]);
+        assert_eq!(virt.now(), at(3));
     }
 
     #[tokio::test]

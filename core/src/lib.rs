@@ -33,7 +33,7 @@ mod manual;
 mod memory;
 pub mod names;
 pub mod remote;
-mod runtime;
+pub mod runtime;
 mod store;
 pub mod table;
 

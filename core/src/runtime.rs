@@ -1,25 +1,45 @@
 //! Where background work runs: the tokio runtime the store was opened on, or
-//! else one runtime per process, made when first needed.
+//! else one runtime per process, made when first needed — and made again in
+//! the child after a `fork()`, whose copy of the parent's runtime has no
+//! threads.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-fn global() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
-        Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("leasehold")
-            .enable_all()
-            .build()
-            .expect("the leasehold runtime starts")
-    })
+/// The process's own runtime, with the id of the process that made it.
+static GLOBAL: Mutex<Option<(u32, &'static Runtime)>> = Mutex::new(None);
+
+fn global() -> Handle {
+    let pid = std::process::id();
+    let mut slot = GLOBAL.lock().unwrap_or_else(|p| p.into_inner());
+    match *slot {
+        Some((owner, rt)) if owner == pid => rt.handle().clone(),
+        _ => {
+            // A runtime inherited through fork() has lost its threads; it is
+            // left alone (dropping it could block on them) and a new one made.
+            let rt: &'static Runtime = Box::leak(Box::new(
+                Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("leasehold")
+                    .enable_all()
+                    .build()
+                    .expect("the leasehold runtime starts"),
+            ));
+            *slot = Some((pid, rt));
+            rt.handle().clone()
+        }
+    }
 }
 
 /// The runtime of the calling task, or the process's own when there is none.
 pub fn current_or_global() -> Handle {
-    Handle::try_current().unwrap_or_else(|_| global().handle().clone())
+    Handle::try_current().unwrap_or_else(|_| global())
+}
+
+/// The process's own runtime, for bindings whose callers have none.
+pub fn process_runtime() -> Handle {
+    global()
 }
 
 /// Whether the calling thread is inside an async runtime (where blocking calls are refused).

@@ -21,6 +21,8 @@ use crate::table::{HoldRequest, KeyName};
 
 pub(crate) struct StoreInner {
     pub(crate) driver: Arc<dyn Driver>,
+    /// The process that opened the store: a child after `fork()` may not use it.
+    pid: u32,
     memory: Option<Arc<MemoryDriver>>,
     pub(crate) runtime: Handle,
     closed: AtomicBool,
@@ -28,6 +30,12 @@ pub(crate) struct StoreInner {
 
 impl StoreInner {
     pub(crate) fn check_open(&self) -> Result<()> {
+        if self.pid != std::process::id() {
+            return Err(Error::new(
+                ErrorKind::Closed,
+                "this store was opened before fork(); open a new store in the child process",
+            ));
+        }
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::new(ErrorKind::Closed, "the store is closed"));
         }
@@ -37,7 +45,7 @@ impl StoreInner {
 
 impl Drop for StoreInner {
     fn drop(&mut self) {
-        if !self.closed.swap(true, Ordering::AcqRel) {
+        if self.pid == std::process::id() && !self.closed.swap(true, Ordering::AcqRel) {
             let driver = self.driver.clone();
             self.runtime.spawn(async move { driver.close().await });
         }
@@ -110,6 +118,7 @@ impl Store {
         Store {
             inner: Arc::new(StoreInner {
                 driver,
+                pid: std::process::id(),
                 memory: None,
                 runtime,
                 closed: AtomicBool::new(false),
@@ -189,7 +198,11 @@ impl Store {
     }
 
     /// Closes the store: every lease it gave ends, every waiting call fails `Closed`.
+    /// In a child process after `fork()` it does nothing (the store is the parent's).
     pub async fn close(&self) {
+        if self.inner.pid != std::process::id() {
+            return;
+        }
         self.inner.closed.store(true, Ordering::Release);
         self.inner.driver.close().await;
     }

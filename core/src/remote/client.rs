@@ -716,7 +716,10 @@ impl Driver for RemoteDriver {
         }
         let (waiters, held): (Vec<(RequestId, Waiter)>, Vec<LeaseId>) = {
             let mut st = s.lock();
-            (st.waiters.drain().collect(), st.held.keys().copied().collect())
+            (
+                st.waiters.drain().collect(),
+                st.held.keys().copied().collect(),
+            )
         };
         for (id, w) in waiters {
             s.fire(Request::GiveUp { request_id: id.0 });
