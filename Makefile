@@ -7,18 +7,33 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 COVERAGE := ../shared/tools/contract-coverage
 
-.PHONY: all demo test lint fmt-check clippy rust-test coverage bench bench-embedded toolchain
+.PHONY: all demo demo-embedded test lint fmt-check clippy rust-test coverage bench bench-embedded bench-compare toolchain
 
 all: test
+
+# Each language binding keeps its targets in mk/<lang>.mk and adds to these:
+#   BINDING_TESTS += <lang>-test              run by `make test`
+#   RUST_TEST_EXCLUDE += --exclude <crate>    crates `cargo test` cannot link (extension modules)
+#   DEMO_HOLDERS += <lang>                    holders `make demo` starts (see demo/run.sh)
+BINDING_TESTS :=
+RUST_TEST_EXCLUDE :=
+DEMO_HOLDERS :=
+-include mk/*.mk
 
 toolchain:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
+# The main job: a server store on loopback and holders in every language
+# contending for its keys (demo/run.sh); demo-embedded: Rust holders on the
+# embedded store.
 demo: toolchain
+	DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
+
+demo-embedded: toolchain
 	$(CARGO) run --release -q -p leasehold-bench --bin demo
 
-test: lint rust-test coverage
+test: lint rust-test $(BINDING_TESTS) coverage
 
 lint: fmt-check clippy
 
@@ -29,13 +44,22 @@ clippy: toolchain
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
 rust-test:
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --locked $(RUST_TEST_EXCLUDE)
 
 coverage:
 	@if [ -x $(COVERAGE) ]; then $(COVERAGE) | tail -n 4; else echo "no $(COVERAGE): coverage not checked"; fi
 
-bench: bench-embedded
+bench: bench-embedded bench-compare
 
 bench-embedded:
 	$(CARGO) bench -p leasehold-bench --bench embedded
 	$(CARGO) run --release -q -p leasehold-bench --bin lease_memory
+
+# Leasehold's server store vs etcd and Redis on this machine (docs/benchmarks.md).
+# Installs etcd, Redis and protoc (etcd-client's build needs it) when missing.
+bench-compare:
+	@command -v etcd >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server; }
+	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler; }
+	$(CARGO) build --release -p leasehold-server
+	$(CARGO) run --release -q -p leasehold-bench --features compare --bin compare
