@@ -240,3 +240,43 @@ async fn err_01_an_unreachable_store_is_unavailable() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
+
+// LOCK-14 (TLS): the core client speaks leaseholds:// to a server with a certificate it trusts,
+// and refuses one it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_client_speaks_tls_to_a_trusted_server_only() {
+    let dir = data_dir();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let (cert_path, key_path) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).unwrap();
+    std::fs::write(&key_path, cert.signing_key.serialize_pem()).unwrap();
+    let args = [
+        "--tls-cert",
+        cert_path.to_str().unwrap(),
+        "--tls-key",
+        key_path.to_str().unwrap(),
+    ];
+    let server = ServerProcess::start(&dir.path().join("data"), &args);
+    let url = format!("leaseholds://localhost:{}", server.addr.port());
+    let trusted = leasehold::remote::ConnectOptions::default().ca_pem(cert.cert.pem());
+    let store = leasehold::Store::connect(&url, trusted).await.unwrap();
+    let held = store
+        .lock("l")
+        .open()
+        .unwrap()
+        .begin("k", &HoldOptions::default())
+        .await
+        .unwrap();
+    assert!(held.lease().fence() > 0);
+    held.end().await.unwrap();
+    let other = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let untrusted = leasehold::remote::ConnectOptions::default().ca_pem(other.cert.pem());
+    let err = leasehold::Store::connect(&url, untrusted)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    let err = leasehold::Store::connect(&url, Default::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+}
