@@ -26,9 +26,12 @@ fn write_fenced(dir: &Path, key: &str, fence: u64) -> Result<(), String> {
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
     if fence <= last {
-        return Err(format!("REJECTED fence {fence} for {key}: the resource has seen {last}"));
+        return Err(format!(
+            "REJECTED fence {fence} for {key}: the resource has seen {last}"
+        ));
     }
-    std::fs::write(&path, fence.to_string()).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&path, fence.to_string())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 async fn run(name: &str, dir: PathBuf, seconds: u64) -> Result<usize, String> {
@@ -46,7 +49,10 @@ async fn run(name: &str, dir: PathBuf, seconds: u64) -> Result<usize, String> {
     while Instant::now() < end {
         let key = KEYS[rand::thread_rng().gen_range(0..KEYS.len())];
         let asked = Instant::now();
-        let holding = lock.begin(key, &HoldOptions::default()).await.map_err(|e| e.to_string())?;
+        let holding = lock
+            .begin(key, &HoldOptions::default())
+            .await
+            .map_err(|e| e.to_string())?;
         let fence = holding.lease().fence();
         let waited = asked.elapsed().as_millis();
         println!("[rust-{name}] holds summaries/{key} fence={fence} waited={waited}ms");

@@ -65,13 +65,21 @@ async fn lock_03_a_retried_waiting_request_keeps_its_place() {
         panic!("a free key was not granted");
     };
     let waiter = RequestId::random();
-    let Acquire::Queued { waiting: _lost_answer, .. } = driver.hold(request("k", waiter)).await.unwrap() else {
+    let Acquire::Queued {
+        waiting: _lost_answer,
+        ..
+    } = driver.hold(request("k", waiter)).await.unwrap()
+    else {
         panic!("a held key did not queue");
     };
-    let Acquire::Queued { waiting: retry, .. } = driver.hold(request("k", waiter)).await.unwrap() else {
+    let Acquire::Queued { waiting: retry, .. } = driver.hold(request("k", waiter)).await.unwrap()
+    else {
         panic!("the retried request did not keep its place");
     };
-    let Acquire::Queued { waiting: mut behind, .. } = driver
+    let Acquire::Queued {
+        waiting: mut behind,
+        ..
+    } = driver
         .hold(request("k", RequestId::random()))
         .await
         .unwrap()
