@@ -1,0 +1,128 @@
+//! The holder engine of the core on the server store, in real time: renewal,
+//! loss, maxHold, expiry, independent keys.
+
+mod support;
+
+use std::time::Duration;
+
+use leasehold::{Error, ErrorKind, HoldOptions, LossReason};
+use support::server::ServerProcess;
+use support::{connect, data_dir, S};
+use tokio::time::timeout;
+
+// LOCK-06: the lease is renewed in the background while the function runs, past its ttl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_06_background_renewal_on_the_server_store() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let lock = store.lock("l").ttl(S(1)).open().unwrap();
+    let fence = lock
+        .hold_async("k", |lease| async move {
+            tokio::time::sleep(Duration::from_millis(2500)).await;
+            assert!(!lease.lost(), "{:?}", lease.loss_reason());
+            let left = lease.remaining().unwrap();
+            assert!(
+                left > Duration::from_millis(300) && left <= Duration::from_millis(900),
+                "{left:?}"
+            );
+            Ok::<_, Error>(lease.fence())
+        })
+        .await
+        .unwrap();
+    assert!(fence > 0);
+}
+
+// LOCK-09, LOCK-10, LOCK-12: maxHold revokes the lease whatever its renewals; the function hears
+// it at once, and hold fails Lost even though the function succeeded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_10_revoked_at_max_hold_fails_the_hold() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let lock = store
+        .lock("l")
+        .ttl(S(1))
+        .max_hold(Duration::from_millis(1500))
+        .open()
+        .unwrap();
+    let outcome: Result<(), Error> = lock
+        .hold_async("k", |lease| async move {
+            timeout(S(5), lease.lost_signal())
+                .await
+                .expect("the loss reached the function");
+            Ok(())
+        })
+        .await;
+    let err = outcome.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    assert_eq!(err.loss_reason(), Some(LossReason::Revoked));
+}
+
+// LOCK-05: a lease that ran out is never renewed: the manual lease's extend fails Lost, and the
+// key held again has a larger fence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_05_an_expired_lease_is_never_renewed_on_the_server_store() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let lease = store.try_acquire("batch", S(1)).await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(
+        lease.extend(S(5)).await.unwrap_err().kind(),
+        ErrorKind::Lost
+    );
+    let again = store
+        .try_acquire("batch", S(5))
+        .await
+        .unwrap()
+        .expect("the expired lease freed the key");
+    assert!(again.fence() > lease.fence());
+    assert_eq!(lease.release().await.unwrap_err().kind(), ErrorKind::Lost);
+    again.release().await.unwrap();
+}
+
+// LOCK-20: a key with a long line never delays another key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_20_keys_are_independent_on_the_server_store() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let lock = store.lock("l").open().unwrap();
+    let held = lock.begin("busy", &HoldOptions::default()).await.unwrap();
+    let waiters: Vec<_> = (0..50)
+        .map(|_| {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.begin("busy", &HoldOptions::default()).await.map(drop) })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let other = timeout(Duration::from_millis(500), lock.try_begin("free"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(other.is_some());
+    held.end().await.unwrap();
+    for w in waiters {
+        timeout(S(10), w).await.unwrap().unwrap().unwrap();
+    }
+}
+
+// LOCK-13: bad options are refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_13_bad_options_never_reach_the_server() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let refused = store
+        .lock("l")
+        .ttl(Duration::from_millis(10))
+        .open()
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidTtl);
+    assert_eq!(
+        store.try_acquire("", S(5)).await.unwrap_err().kind(),
+        ErrorKind::EmptyName
+    );
+    assert!(store.holders(None).await.unwrap().is_empty());
+}
