@@ -101,10 +101,20 @@ pub(crate) async fn acquire(
     let mut backoff = POLL_FIRST;
     loop {
         let sent_at = clock.now();
+        // The store may take the request before it answers (over a network,
+        // or while reconnecting): a caller that gives up meanwhile withdraws
+        // it, so that neither a place in line nor a grant is left behind.
         let answer = tokio::select! {
             biased;
-            _ = cancel.cancelled() => return Err(cancelled()),
             a = driver.hold(request.clone()) => a?,
+            _ = cancel.cancelled() => {
+                withdraw(driver, runtime, request_id);
+                return Err(cancelled());
+            }
+            _ = sleep_until_opt(&clock, wait_until), if queue => {
+                withdraw(driver, runtime, request_id);
+                return Err(wait_timeout(wait));
+            }
         };
         match answer {
             Acquire::Granted(granted) => {
@@ -167,6 +177,14 @@ pub(crate) async fn acquire(
             }
         }
     }
+}
+
+/// Gives up a request whose answer the caller no longer waits for.
+fn withdraw(driver: &Arc<dyn Driver>, runtime: &Handle, request_id: RequestId) {
+    let driver = driver.clone();
+    runtime.spawn(async move {
+        let _ = driver.give_up(request_id).await;
+    });
 }
 
 async fn sleep_until_opt(clock: &crate::clock::Clock, at: Option<Instant>) {

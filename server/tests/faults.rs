@@ -280,3 +280,63 @@ async fn the_client_speaks_tls_to_a_trusted_server_only() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
 }
+
+// LOCK-18: `wait` bounds a hold even while the store cannot be reached, and a hold given up
+// while disconnected leaves nothing behind once the client is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_18_wait_bounds_a_hold_while_the_store_is_unreachable() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let proxy = Proxy::start(server.addr).await;
+    let store = connect(&proxy.url()).await;
+    let direct = connect(&server.url()).await;
+    proxy.refuse(true);
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let lock = store
+        .lock("l")
+        .wait(Duration::from_millis(500))
+        .open()
+        .unwrap();
+    let start = Instant::now();
+    let err = lock
+        .begin("k", &HoldOptions::default())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(err.kind(), ErrorKind::WaitTimeout);
+    assert!(start.elapsed() < S(3), "{:?}", start.elapsed());
+    let cancel = leasehold::CancellationToken::new();
+    let options = HoldOptions {
+        wait: None,
+        cancel: Some(cancel.clone()),
+    };
+    let waiting = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.begin("k", &options).await.map(drop) })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    cancel.cancel();
+    assert_eq!(
+        waiting.await.unwrap().unwrap_err().kind(),
+        ErrorKind::Cancelled
+    );
+    proxy.refuse(false);
+    let back = timeout(S(5), lock.begin("other", &HoldOptions::default()))
+        .await
+        .unwrap()
+        .unwrap();
+    back.end().await.unwrap();
+    assert!(direct.holders(Some("l")).await.unwrap().is_empty());
+    let free = direct
+        .lock("l")
+        .open()
+        .unwrap()
+        .try_begin("k")
+        .await
+        .unwrap();
+    assert!(
+        free.is_some(),
+        "a hold given up while disconnected was granted"
+    );
+}
