@@ -1,0 +1,68 @@
+//! How every export runs: panics caught, errors handed out as objects,
+//! blocking calls run on the process's runtime.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use leasehold::{runtime, CancellationToken, Error, ErrorKind, Result};
+
+use crate::error::lh_error;
+
+/// Runs `f`, answering `on_panic` if it panics: no panic crosses the ABI.
+pub(crate) fn guard<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
+}
+
+/// Runs a fallible export: NULL on success, an error object on failure,
+/// an `Internal` error object if it panicked.
+pub(crate) fn run(f: impl FnOnce() -> Result<()>) -> *mut lh_error {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => std::ptr::null_mut(),
+        Ok(Err(e)) => lh_error::into_raw(&e),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            lh_error::into_raw(&Error::new(
+                ErrorKind::Internal,
+                format!("leasehold panicked: {what}"),
+            ))
+        }
+    }
+}
+
+/// Runs `fut` to completion on the process's runtime, blocking the calling
+/// thread (the callers, such as Go's, have no runtime of their own).
+pub(crate) fn block_on<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
+    not_in_runtime()?;
+    runtime::process_runtime().block_on(fut)
+}
+
+/// Fails `InvalidArgument` on a thread that runs an async runtime, where
+/// blocking would stall it (inside an `lh_lost_fn` callback, for one).
+pub(crate) fn not_in_runtime() -> Result<()> {
+    if runtime::in_async_context() {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "a blocking leasehold call from a thread of an async runtime (an lh_lost_fn callback?)",
+        ));
+    }
+    Ok(())
+}
+
+/// `fut`, unless `cancel` fires first: then `Cancelled` (and `fut` is dropped).
+pub(crate) async fn or_cancelled<T>(
+    fut: impl Future<Output = Result<T>>,
+    cancel: Option<CancellationToken>,
+) -> Result<T> {
+    let Some(cancel) = cancel else {
+        return fut.await;
+    };
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(Error::new(ErrorKind::Cancelled, "the call was cancelled")),
+        out = fut => out,
+    }
+}

@@ -1,0 +1,136 @@
+//! The handle table: every object the caller holds is an id here, so that a
+//! zero, made-up, freed or wrong-kind handle is an error code, never a
+//! dereference (ERR-03). Ids only grow, so a freed id is never reused.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use leasehold::clock::VirtualClock;
+use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, Store};
+
+use crate::held::HeldLease;
+
+/// An object behind a handle.
+#[derive(Clone)]
+pub(crate) enum Object {
+    Store(Store),
+    Lock(Lock),
+    Holding(Arc<HeldLease>),
+    Manual(ManualLease),
+    Cancel(CancellationToken),
+    Clock(VirtualClock),
+}
+
+struct Table {
+    next: u64,
+    objects: BTreeMap<u64, Object>,
+}
+
+static TABLE: Mutex<Table> = Mutex::new(Table {
+    next: 1,
+    objects: BTreeMap::new(),
+});
+
+fn table() -> MutexGuard<'static, Table> {
+    TABLE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A kind of object, and the C name of its handle.
+pub(crate) trait Kind: Sized {
+    /// The handle's C type name, for messages.
+    const NAME: &'static str;
+    /// The object as stored.
+    fn wrap(self) -> Object;
+    /// The object, if it is of this kind.
+    fn from_object(object: &Object) -> Option<Self>;
+}
+
+macro_rules! kind {
+    ($ty:ty, $variant:ident, $name:literal) => {
+        impl Kind for $ty {
+            const NAME: &'static str = $name;
+            fn wrap(self) -> Object {
+                Object::$variant(self)
+            }
+            fn from_object(object: &Object) -> Option<Self> {
+                match object {
+                    Object::$variant(v) => Some(v.clone()),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+kind!(Store, Store, "lh_store");
+kind!(Lock, Lock, "lh_lock");
+kind!(Arc<HeldLease>, Holding, "lh_holding");
+kind!(ManualLease, Manual, "lh_manual");
+kind!(CancellationToken, Cancel, "lh_cancel");
+kind!(VirtualClock, Clock, "lh_clock");
+
+/// Keeps `object` and answers its new id (never 0).
+pub(crate) fn insert<T: Kind>(object: T) -> u64 {
+    let mut t = table();
+    let id = t.next;
+    t.next += 1;
+    t.objects.insert(id, object.wrap());
+    id
+}
+
+/// Why `id` names no object of kind `T`.
+fn refused<T: Kind>(t: &Table, id: u64, found: Option<&Object>) -> Error {
+    if id == 0 {
+        return Error::new(
+            ErrorKind::InvalidArgument,
+            format!("the {} handle is zero", T::NAME),
+        );
+    }
+    if found.is_some() {
+        return Error::new(
+            ErrorKind::InvalidArgument,
+            format!("the handle {id} is not an {}", T::NAME),
+        );
+    }
+    if id < t.next {
+        return Error::new(
+            ErrorKind::Closed,
+            format!("the {} handle {id} was closed or freed", T::NAME),
+        );
+    }
+    Error::new(
+        ErrorKind::InvalidArgument,
+        format!("{id} is not a {} handle", T::NAME),
+    )
+}
+
+/// The object of kind `T` behind `id`.
+pub(crate) fn get<T: Kind>(id: u64) -> Result<T> {
+    let t = table();
+    let found = t.objects.get(&id);
+    match found.and_then(T::from_object) {
+        Some(v) => Ok(v),
+        None => Err(refused::<T>(&t, id, found)),
+    }
+}
+
+/// The object of kind `T` behind `id` when `id` is not zero; `None` for zero.
+pub(crate) fn get_optional<T: Kind>(id: u64) -> Result<Option<T>> {
+    if id == 0 {
+        return Ok(None);
+    }
+    get(id).map(Some)
+}
+
+/// Takes the object of kind `T` out of the table: later uses of `id` fail `Closed`.
+pub(crate) fn remove<T: Kind>(id: u64) -> Result<T> {
+    let mut t = table();
+    let found = t.objects.get(&id);
+    match found.and_then(T::from_object) {
+        Some(v) => {
+            t.objects.remove(&id);
+            Ok(v)
+        }
+        None => Err(refused::<T>(&t, id, found)),
+    }
+}

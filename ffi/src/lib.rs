@@ -1,0 +1,78 @@
+//! The C ABI of Leasehold: the core behind opaque handles, for Go (cgo) and
+//! C/C++ callers. It holds no lease logic of its own: every call translates
+//! its arguments, runs the core, and translates the outcome.
+//!
+//! The rules every function keeps (see `docs/go.md` and `include/leasehold.h`):
+//!
+//! - Objects are opaque handles (`lh_store`, `lh_lock`, `lh_holding`,
+//!   `lh_manual`, `lh_cancel`, `lh_clock`): small structs carrying an id the
+//!   library looks up, never a pointer the caller could dereference. A zero
+//!   handle, a handle of another kind or a made-up one fails
+//!   `InvalidArgument`; a handle already closed or freed fails `Closed`
+//!   (ERR-03: no double free, no use after free).
+//! - Borrowed inputs are `pointer + length`, copied before the call returns;
+//!   strings must be UTF-8 (`InvalidArgument` otherwise). A null pointer
+//!   with length 0 is the empty string.
+//! - Every fallible function returns an `lh_error *` (code + message, freed
+//!   by `lh_error_free`) or NULL on success; never a thread-local last error.
+//! - Every export catches panics: a panic becomes an `Internal` error.
+//! - Blocking calls run the core on the process's runtime
+//!   (`leasehold::runtime::process_runtime`) from the calling thread; they
+//!   must not be called from a thread that runs that runtime (such as inside
+//!   an `lh_lost_fn` callback), and fail `InvalidArgument` if they are.
+//!
+//! `lh_abi_version` says which version of these rules and signatures the
+//! library implements; a caller compiled against another `LH_ABI_VERSION`
+//! must refuse to run.
+
+#![allow(non_camel_case_types)]
+
+mod call;
+mod cancel;
+mod error;
+mod handles;
+mod held;
+mod input;
+mod lock;
+mod manual;
+mod store;
+mod testing;
+
+pub use cancel::{lh_cancel, lh_cancel_fire, lh_cancel_free, lh_cancel_new};
+pub use error::{
+    lh_code, lh_code_name, lh_error, lh_error_code, lh_error_free, lh_error_loss_reason,
+    lh_error_message, lh_loss_reason, LH_CODE_COUNT,
+};
+pub use held::{
+    lh_holding, lh_holding_end, lh_holding_info, lh_holding_on_lost, lh_holding_wait_lost,
+    lh_lease_info, lh_lost_fn,
+};
+pub use lock::{
+    lh_call_options, lh_lock, lh_lock_begin, lh_lock_free, lh_lock_open, lh_lock_options,
+    lh_lock_try_begin,
+};
+pub use manual::{
+    lh_manual, lh_manual_extend, lh_manual_fence, lh_manual_free, lh_manual_release,
+    lh_store_acquire, lh_store_try_acquire,
+};
+pub use store::{lh_store, lh_store_close, lh_store_connect, lh_store_memory};
+pub use testing::{
+    lh_clock, lh_clock_advance, lh_clock_free, lh_clock_new, lh_duration_parse, lh_memory_options,
+    lh_store_memory_with, lh_testing_panic,
+};
+
+/// The version of the ABI: the header's `LH_ABI_VERSION` must equal
+/// [`lh_abi_version`]'s answer, or the caller was compiled for another library.
+pub const LH_ABI_VERSION: u32 = 1;
+
+/// The ABI version this library implements (compare with `LH_ABI_VERSION`).
+#[no_mangle]
+pub extern "C" fn lh_abi_version() -> u32 {
+    LH_ABI_VERSION
+}
+
+/// The library's version, as a static NUL-terminated string (never freed).
+#[no_mangle]
+pub extern "C" fn lh_version() -> *const std::ffi::c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}

@@ -1,0 +1,199 @@
+//! Locks: opening one with its options, and starting to hold a key of it.
+
+use std::sync::Arc;
+
+use leasehold::{CancellationToken, HoldOptions, Lock, Store};
+
+use crate::call::{block_on, run};
+use crate::cancel::lh_cancel;
+use crate::error::lh_error;
+use crate::handles;
+use crate::held::{lh_holding, HeldLease};
+use crate::input;
+use crate::store::lh_store;
+
+/// A lock: a named family of keys with its options.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct lh_lock {
+    /// The library's id of the lock; never dereferenced.
+    pub id: u64,
+}
+
+/// A lock's options; an option whose `has_` flag is false takes the
+/// default. Durations are nanoseconds; a negative one fails `LH_INVALID_TTL`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct lh_lock_options {
+    /// Whether `ttl_ns` is given (else 10 s).
+    pub has_ttl: bool,
+    /// How long a lease lasts without renewal: 1 s to 1 h (LOCK-13).
+    pub ttl_ns: i64,
+    /// Whether `max_hold_ns` is given (else none).
+    pub has_max_hold: bool,
+    /// The store revokes a lease this long after its grant (LOCK-12); at least the ttl.
+    pub max_hold_ns: i64,
+    /// Whether `wait_ns` is given (else unbounded).
+    pub has_wait: bool,
+    /// The longest time a hold waits in line (LOCK-18).
+    pub wait_ns: i64,
+    /// Whether `margin_ns` is given (else a tenth of the ttl).
+    pub has_margin: bool,
+    /// How long before the store's expiry the holder declares a loss (LOCK-04).
+    pub margin_ns: i64,
+}
+
+/// The options of one hold call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct lh_call_options {
+    /// Whether `wait_ns` is given (else the lock's own wait).
+    pub has_wait: bool,
+    /// The longest time this call waits in line, in nanoseconds (LOCK-18).
+    pub wait_ns: i64,
+}
+
+/// Opens the lock `name` of `store` with `options` (NULL: every default).
+/// Nothing is sent to the store; bad options fail at once (`LH_INVALID_TTL`,
+/// `LH_EMPTY_NAME`).
+///
+/// # Safety
+/// `name` must be NULL or point to `name_len` readable bytes; `options` NULL
+/// or readable; `out` NULL (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_lock_open(
+    store: lh_store,
+    name: *const u8,
+    name_len: usize,
+    options: *const lh_lock_options,
+    out: *mut lh_lock,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_lock", out)?;
+        // SAFETY: passed on from the caller.
+        let name = unsafe { input::string("lock name", name, name_len) }?;
+        // SAFETY: passed on from the caller.
+        let o = unsafe { input::options(options) };
+        let store = handles::get::<Store>(store.id)?;
+        let mut b = store.lock(&name);
+        if o.has_ttl {
+            b = b.ttl(input::duration("ttl", o.ttl_ns)?);
+        }
+        if o.has_max_hold {
+            b = b.max_hold(input::duration("maxHold", o.max_hold_ns)?);
+        }
+        if o.has_wait {
+            b = b.wait(input::duration("wait", o.wait_ns)?);
+        }
+        if o.has_margin {
+            b = b.margin(input::duration("margin", o.margin_ns)?);
+        }
+        let id = handles::insert(b.open()?);
+        // SAFETY: passed on from the caller.
+        unsafe { input::write("lh_lock", out, lh_lock { id }) }
+    })
+}
+
+/// Frees the lock's handle (holds of it go on until they end).
+#[no_mangle]
+pub extern "C" fn lh_lock_free(lock: lh_lock) -> *mut lh_error {
+    run(|| handles::remove::<Lock>(lock.id).map(drop))
+}
+
+/// Asks for `key` of `lock` and waits in line for it, blocking, then holds
+/// it until `lh_holding_end`: renewed in the background where the store
+/// needs it (LOCK-06). The wait ends with `LH_WAIT_TIMEOUT` past the call's
+/// or the lock's wait, or `LH_CANCELLED` when `cancel` fires (zero: none);
+/// either way the request leaves the line (LOCK-18). `fence` (NULL: not
+/// wanted) receives the lease's fence.
+///
+/// # Safety
+/// `key` must be NULL or point to `key_len` readable bytes; `options` NULL
+/// or readable; `out` NULL (an error) or valid for a write; `fence` NULL or
+/// valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_lock_begin(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+    out: *mut lh_holding,
+    fence: *mut u64,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_holding", out)?;
+        // SAFETY: passed on from the caller.
+        let key = unsafe { input::string("key", key, key_len) }?;
+        // SAFETY: passed on from the caller.
+        let o = unsafe { input::options(options) };
+        let lock = handles::get::<Lock>(lock.id)?;
+        let hold = HoldOptions {
+            wait: o
+                .has_wait
+                .then(|| input::duration("wait", o.wait_ns))
+                .transpose()?,
+            cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
+        };
+        let holding = block_on(lock.begin(&key, &hold))?;
+        let held = HeldLease::new(holding);
+        let fence_value = held.lease().fence();
+        let id = handles::insert(Arc::new(held));
+        // SAFETY: passed on from the caller.
+        unsafe { give(out, lh_holding { id }, fence, fence_value) }
+    })
+}
+
+/// Holds `key` of `lock` if it is free now, never waiting (LOCK-17):
+/// `*held` says whether it was; when it was not, nothing else is written.
+///
+/// # Safety
+/// `key` must be NULL or point to `key_len` readable bytes; `out` and
+/// `held` NULL (an error) or valid for a write; `fence` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_lock_try_begin(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    out: *mut lh_holding,
+    held: *mut bool,
+    fence: *mut u64,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_holding", out)?;
+        input::check_out("held", held)?;
+        // SAFETY: passed on from the caller.
+        let key = unsafe { input::string("key", key, key_len) }?;
+        let lock = handles::get::<Lock>(lock.id)?;
+        let Some(holding) = block_on(lock.try_begin(&key))? else {
+            // SAFETY: passed on from the caller.
+            return unsafe { input::write("held", held, false) };
+        };
+        let lease = HeldLease::new(holding);
+        let fence_value = lease.lease().fence();
+        let id = handles::insert(Arc::new(lease));
+        // SAFETY: passed on from the caller.
+        unsafe {
+            input::write("held", held, true)?;
+            give(out, lh_holding { id }, fence, fence_value)
+        }
+    })
+}
+
+/// Writes a new holding and, if wanted, its fence.
+///
+/// # Safety
+/// `out` valid for a write; `fence` NULL or valid for a write.
+unsafe fn give(
+    out: *mut lh_holding,
+    holding: lh_holding,
+    fence: *mut u64,
+    value: u64,
+) -> leasehold::Result<()> {
+    if !fence.is_null() {
+        // SAFETY: non-NULL, and the caller promises it is valid for a write.
+        unsafe { fence.write(value) };
+    }
+    // SAFETY: passed on from the caller.
+    unsafe { input::write("lh_holding", out, holding) }
+}

@@ -1,0 +1,145 @@
+//! Manual leases (seed 003): taken, extended and released by the caller,
+//! with no background renewal, each with a fence (MANUAL-07).
+
+use leasehold::{CancellationToken, HoldOptions, ManualLease, Store};
+
+use crate::call::{block_on, or_cancelled, run};
+use crate::cancel::lh_cancel;
+use crate::error::lh_error;
+use crate::handles;
+use crate::input;
+use crate::store::lh_store;
+
+/// A manual lease. Safe to use from several threads at once (MANUAL-06).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct lh_manual {
+    /// The library's id of the lease; never dereferenced.
+    pub id: u64,
+}
+
+/// Takes the manual lease `name` for `ttl_ns` if nobody holds it, at once
+/// (MANUAL-01): `*held` says whether it did. The ttl lies from 1 s to 1 h.
+///
+/// # Safety
+/// `name` must be NULL or point to `name_len` readable bytes; `out` and
+/// `held` NULL (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_store_try_acquire(
+    store: lh_store,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    cancel: lh_cancel,
+    out: *mut lh_manual,
+    held: *mut bool,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_manual", out)?;
+        input::check_out("held", held)?;
+        // SAFETY: passed on from the caller.
+        let name = unsafe { input::string("lease name", name, name_len) }?;
+        let ttl = input::duration("ttl", ttl_ns)?;
+        let store = handles::get::<Store>(store.id)?;
+        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+        let Some(lease) = block_on(or_cancelled(store.try_acquire(&name, ttl), cancel))? else {
+            // SAFETY: passed on from the caller.
+            return unsafe { input::write("held", held, false) };
+        };
+        let id = handles::insert(lease);
+        // SAFETY: passed on from the caller.
+        unsafe {
+            input::write("held", held, true)?;
+            input::write("lh_manual", out, lh_manual { id })
+        }
+    })
+}
+
+/// Waits for the manual lease `name` (MANUAL-02): woken by the store's push
+/// where it pushes, polling with jittered backoff elsewhere. `has_wait` /
+/// `wait_ns` bound the wait (`LH_WAIT_TIMEOUT`); `cancel` (zero: none) gives
+/// up (`LH_CANCELLED`). The ttl starts at the grant.
+///
+/// # Safety
+/// `name` must be NULL or point to `name_len` readable bytes; `out` NULL
+/// (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_store_acquire(
+    store: lh_store,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    has_wait: bool,
+    wait_ns: i64,
+    cancel: lh_cancel,
+    out: *mut lh_manual,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_manual", out)?;
+        // SAFETY: passed on from the caller.
+        let name = unsafe { input::string("lease name", name, name_len) }?;
+        let ttl = input::duration("ttl", ttl_ns)?;
+        let store = handles::get::<Store>(store.id)?;
+        let options = HoldOptions {
+            wait: has_wait
+                .then(|| input::duration("wait", wait_ns))
+                .transpose()?,
+            cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
+        };
+        let lease = block_on(store.acquire(&name, ttl, &options))?;
+        let id = handles::insert(lease);
+        // SAFETY: passed on from the caller.
+        unsafe { input::write("lh_manual", out, lh_manual { id }) }
+    })
+}
+
+/// The lease's fence (MANUAL-07).
+///
+/// # Safety
+/// `out` must be NULL (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_manual_fence(lease: lh_manual, out: *mut u64) -> *mut lh_error {
+    run(|| {
+        input::check_out("fence", out)?;
+        let lease = handles::get::<ManualLease>(lease.id)?;
+        // SAFETY: passed on from the caller.
+        unsafe { input::write("fence", out, lease.fence()) }
+    })
+}
+
+/// Sets the lease's expiry to now + `d_ns` (MANUAL-03): `LH_LOST` on a lost
+/// or released lease, `LH_INVALID_TTL` outside 1 s to 1 h. `cancel` (zero:
+/// none) stops waiting for the answer (`LH_CANCELLED`; the outcome is unknown).
+#[no_mangle]
+pub extern "C" fn lh_manual_extend(
+    lease: lh_manual,
+    d_ns: i64,
+    cancel: lh_cancel,
+) -> *mut lh_error {
+    run(|| {
+        let d = input::duration("extension", d_ns)?;
+        let lease = handles::get::<ManualLease>(lease.id)?;
+        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+        block_on(or_cancelled(lease.extend(d), cancel))
+    })
+}
+
+/// Releases the lease if its id still owns the key (MANUAL-04): the first
+/// release of a lost lease fails `LH_LOST`; after a confirmed release or
+/// loss, further calls succeed and do nothing. The handle stays valid
+/// until `lh_manual_free`. `cancel` as for `lh_manual_extend`.
+#[no_mangle]
+pub extern "C" fn lh_manual_release(lease: lh_manual, cancel: lh_cancel) -> *mut lh_error {
+    run(|| {
+        let lease = handles::get::<ManualLease>(lease.id)?;
+        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+        block_on(or_cancelled(lease.release(), cancel))
+    })
+}
+
+/// Frees the lease's handle without releasing it (it runs out at its ttl).
+/// Freeing twice fails `LH_CLOSED`.
+#[no_mangle]
+pub extern "C" fn lh_manual_free(lease: lh_manual) -> *mut lh_error {
+    run(|| handles::remove::<ManualLease>(lease.id).map(drop))
+}

@@ -1,0 +1,246 @@
+/* The C smoke test of the Leasehold ABI: a memory store, a hold, its fence,
+ * a release, manual leases, cancellation from another thread, a loss
+ * callback, and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
+ * double free, use after close, a panic). `make test` runs it under
+ * valgrind, which must report no leak and no error. Exit 0: every check passed. */
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "leasehold.h"
+
+static int failures = 0;
+
+#define CHECK(cond)                                                    \
+  do {                                                                 \
+    if (!(cond)) {                                                     \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+              #cond);                                                  \
+      failures++;                                                      \
+    }                                                                  \
+  } while (0)
+
+/* Expects `err` to carry `code`, then frees it. */
+static void expect_code(lh_error *err, lh_code code, int line) {
+  lh_code got = lh_error_code(err);
+  if (got != code) {
+    fprintf(stderr, "smoke.c:%d: expected %s, got %s (%s)\n", line,
+            lh_code_name(code), lh_code_name(got), lh_error_message(err));
+    failures++;
+  }
+  lh_error_free(err);
+}
+#define EXPECT(call, code) expect_code((call), (code), __LINE__)
+#define OK(call) EXPECT(call, LH_OK)
+
+#define S(text) (const uint8_t *)(text), strlen(text)
+
+static const int64_t SECOND = 1000000000;
+
+struct waiter {
+  lh_store store;
+  lh_cancel cancel;
+  lh_code got;
+};
+
+/* Waits for a manual lease someone else holds, until cancelled. */
+static void *acquire_until_cancelled(void *arg) {
+  struct waiter *w = arg;
+  lh_manual lease = {0};
+  lh_error *err = lh_store_acquire(w->store, S("busy"), 10 * SECOND, false, 0,
+                                   w->cancel, &lease);
+  w->got = lh_error_code(err);
+  lh_error_free(err);
+  return NULL;
+}
+
+static atomic_int losses = 0;
+static _Atomic lh_loss_reason last_reason = LH_REASON_NONE;
+
+static void on_lost(uint64_t user, lh_loss_reason reason) {
+  CHECK(user == 42);
+  losses++;
+  last_reason = reason;
+}
+
+static void holds(lh_store store) {
+  lh_lock lock = {0};
+  lh_lock_options options = {.has_ttl = true, .ttl_ns = 30 * SECOND};
+  OK(lh_lock_open(store, S("summaries"), &options, &lock));
+
+  lh_holding a = {0};
+  uint64_t fence = 0;
+  OK(lh_lock_begin(lock, S("chat-1"), NULL, (lh_cancel){0}, &a, &fence));
+  CHECK(fence > 0);
+
+  lh_lease_info info;
+  OK(lh_holding_info(a, &info));
+  CHECK(info.fence == fence);
+  CHECK(!info.lost);
+  CHECK(!info.has_remaining); /* an embedded lease without maxHold */
+
+  /* LOCK-17: the key is held, so tryHold gets nothing. */
+  lh_holding b = {0};
+  bool held = true;
+  OK(lh_lock_try_begin(lock, S("chat-1"), &b, &held, NULL));
+  CHECK(!held);
+
+  /* LOCK-18: a bounded wait in line ends WaitTimeout. */
+  lh_call_options wait = {.has_wait = true, .wait_ns = SECOND / 100};
+  EXPECT(lh_lock_begin(lock, S("chat-1"), &wait, (lh_cancel){0}, &b, NULL),
+         LH_WAIT_TIMEOUT);
+
+  OK(lh_holding_end(a));
+  /* ERR-03: ending twice is an error code, not a double free. */
+  EXPECT(lh_holding_end(a), LH_CLOSED);
+  EXPECT(lh_holding_info(a, &info), LH_CLOSED);
+
+  /* The key is free again, with a larger fence (LOCK-02). */
+  uint64_t next = 0;
+  OK(lh_lock_try_begin(lock, S("chat-1"), &b, &held, &next));
+  CHECK(held);
+  CHECK(next > fence);
+  bool lost = true;
+  lh_cancel cancel = {0};
+  OK(lh_cancel_new(&cancel));
+  OK(lh_cancel_fire(cancel));
+  EXPECT(lh_holding_wait_lost(b, cancel, &lost), LH_CANCELLED);
+  OK(lh_cancel_free(cancel));
+  OK(lh_holding_end(b));
+
+  OK(lh_lock_free(lock));
+  EXPECT(lh_lock_free(lock), LH_CLOSED);
+}
+
+static void bad_input(lh_store store) {
+  lh_lock lock = {0};
+  lh_holding h = {0};
+  /* NULL pointers. */
+  EXPECT(lh_lock_open(store, NULL, 5, NULL, &lock), LH_INVALID_ARGUMENT);
+  EXPECT(lh_lock_open(store, S("l"), NULL, NULL), LH_INVALID_ARGUMENT);
+  EXPECT(lh_store_memory(NULL), LH_INVALID_ARGUMENT);
+  /* Empty names (NULL with length 0 is the empty string). */
+  EXPECT(lh_lock_open(store, NULL, 0, NULL, &lock), LH_EMPTY_NAME);
+  /* Invalid UTF-8. */
+  const uint8_t bad[] = {'k', 0xff, 0xfe};
+  EXPECT(lh_lock_open(store, bad, sizeof bad, NULL, &lock),
+         LH_INVALID_ARGUMENT);
+  /* LOCK-13: out-of-range durations. */
+  lh_lock_options short_ttl = {.has_ttl = true, .ttl_ns = SECOND / 2};
+  EXPECT(lh_lock_open(store, S("l"), &short_ttl, &lock), LH_INVALID_TTL);
+  lh_lock_options negative = {.has_ttl = true, .ttl_ns = -SECOND};
+  EXPECT(lh_lock_open(store, S("l"), &negative, &lock), LH_INVALID_TTL);
+  /* Zero and made-up handles. */
+  EXPECT(lh_lock_begin((lh_lock){0}, S("k"), NULL, (lh_cancel){0}, &h, NULL),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_lock_begin((lh_lock){1u << 30}, S("k"), NULL, (lh_cancel){0}, &h,
+                       NULL),
+         LH_INVALID_ARGUMENT);
+  /* A handle of another kind. */
+  EXPECT(lh_lock_begin((lh_lock){store.id}, S("k"), NULL, (lh_cancel){0}, &h,
+                       NULL),
+         LH_INVALID_ARGUMENT);
+  /* A panic inside the library is an Internal error, not an abort. */
+  EXPECT(lh_testing_panic(), LH_INTERNAL);
+  /* Error objects: NULL and freed ones are harmless. */
+  lh_error *err = lh_store_memory(NULL);
+  lh_error_free(err);
+  lh_error_free(err);
+  CHECK(lh_error_code(err) == LH_INVALID_ARGUMENT);
+  lh_error_free(NULL);
+  CHECK(lh_error_code(NULL) == LH_OK);
+  CHECK(lh_code_name(LH_CODE_COUNT) == NULL);
+  CHECK(strcmp(lh_code_name(LH_LOST), "Lost") == 0);
+}
+
+static void manual(lh_store store) {
+  lh_manual a = {0};
+  bool held = false;
+  OK(lh_store_try_acquire(store, S("busy"), 10 * SECOND, (lh_cancel){0}, &a,
+                          &held));
+  CHECK(held);
+  uint64_t fence = 0;
+  OK(lh_manual_fence(a, &fence));
+  CHECK(fence > 0);
+  /* MANUAL-01: held by another, not an error. */
+  lh_manual b = {0};
+  OK(lh_store_try_acquire(store, S("busy"), 10 * SECOND, (lh_cancel){0}, &b,
+                          &held));
+  CHECK(!held);
+
+  /* LOCK-18 / MANUAL-02: a waiting acquire, cancelled from this thread. */
+  struct waiter w = {.store = store, .got = LH_OK};
+  OK(lh_cancel_new(&w.cancel));
+  pthread_t thread;
+  pthread_create(&thread, NULL, acquire_until_cancelled, &w);
+  usleep(50 * 1000);
+  OK(lh_cancel_fire(w.cancel));
+  pthread_join(thread, NULL);
+  CHECK(w.got == LH_CANCELLED);
+  OK(lh_cancel_free(w.cancel));
+
+  /* MANUAL-03 / MANUAL-04. */
+  OK(lh_manual_extend(a, 20 * SECOND, (lh_cancel){0}));
+  EXPECT(lh_manual_extend(a, 0, (lh_cancel){0}), LH_INVALID_TTL);
+  OK(lh_manual_release(a, (lh_cancel){0}));
+  OK(lh_manual_release(a, (lh_cancel){0}));
+  EXPECT(lh_manual_extend(a, 20 * SECOND, (lh_cancel){0}), LH_LOST);
+  OK(lh_manual_free(a));
+  /* ERR-03: a lease freed twice, and used after its free. */
+  EXPECT(lh_manual_free(a), LH_CLOSED);
+  EXPECT(lh_manual_release(a, (lh_cancel){0}), LH_CLOSED);
+}
+
+static void loss_on_close(void) {
+  lh_store store = {0};
+  OK(lh_store_memory(&store));
+  lh_lock lock = {0};
+  OK(lh_lock_open(store, S("l"), NULL, &lock));
+  lh_holding h = {0};
+  OK(lh_lock_begin(lock, S("k"), NULL, (lh_cancel){0}, &h, NULL));
+  OK(lh_holding_on_lost(h, on_lost, 42));
+  EXPECT(lh_holding_on_lost(h, on_lost, 42), LH_INVALID_ARGUMENT);
+  EXPECT(lh_holding_on_lost(h, NULL, 42), LH_INVALID_ARGUMENT);
+  OK(lh_store_close(store));
+  bool lost = false;
+  OK(lh_holding_wait_lost(h, (lh_cancel){0}, &lost));
+  CHECK(lost);
+  for (int i = 0; i < 100 && losses == 0; i++) usleep(1000);
+  CHECK(losses == 1);
+  CHECK(last_reason == LH_REASON_CLOSED);
+  /* LOCK-10: the hold fails Lost, with the reason. */
+  lh_error *err = lh_holding_end(h);
+  CHECK(lh_error_code(err) == LH_LOST);
+  CHECK(lh_error_loss_reason(err) == LH_REASON_CLOSED);
+  lh_error_free(err);
+  /* ERR-03: use after close. */
+  lh_lock_options none = {0};
+  lh_lock other = {0};
+  EXPECT(lh_lock_begin(lock, S("k"), NULL, (lh_cancel){0}, &h, NULL),
+         LH_CLOSED);
+  EXPECT(lh_lock_open(store, S("l"), &none, &other), LH_CLOSED);
+  EXPECT(lh_store_close(store), LH_CLOSED);
+  OK(lh_lock_free(lock));
+  CHECK(losses == 1);
+}
+
+int main(void) {
+  CHECK(lh_abi_version() == LH_ABI_VERSION);
+  lh_store store = {0};
+  OK(lh_store_memory(&store));
+  holds(store);
+  bad_input(store);
+  manual(store);
+  OK(lh_store_close(store));
+  loss_on_close();
+  if (failures != 0) {
+    fprintf(stderr, "%d checks failed\n", failures);
+    return 1;
+  }
+  printf("leasehold C smoke test: every check passed (library %s)\n",
+         lh_version());
+  return 0;
+}
