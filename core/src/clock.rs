@@ -176,29 +176,14 @@ impl VirtualClock {
         settle().await;
         let target = self.state().now + by;
         loop {
-            let (wakers, done) = {
-                let mut st = self.state();
-                match st.sleepers.keys().next().map(|(d, _)| *d) {
-                    Some(d) if d <= target => {
-                        st.now = st.now.max(d);
-                        (take_due(&mut st), false)
-                    }
-                    _ => {
-                        st.now = target;
-                        (take_due(&mut st), true)
-                    }
-                }
-            };
-            wakers.into_iter().for_each(Waker::wake);
+            let done = self.step_towards(target);
             settle().await;
             if done {
                 return;
             }
         }
     }
-}
 
-impl VirtualClock {
     /// [`VirtualClock::advance`] for callers outside async code (the
     /// bindings' test hooks): moves one sleeper's deadline at a time and
     /// pauses `pause` of real time after each step, so that tasks on any
@@ -207,25 +192,33 @@ impl VirtualClock {
         std::thread::sleep(pause);
         let target = self.state().now + by;
         loop {
-            let (wakers, done) = {
-                let mut st = self.state();
-                match st.sleepers.keys().next().map(|(d, _)| *d) {
-                    Some(d) if d <= target => {
-                        st.now = st.now.max(d);
-                        (take_due(&mut st), false)
-                    }
-                    _ => {
-                        st.now = target;
-                        (take_due(&mut st), true)
-                    }
-                }
-            };
-            wakers.into_iter().for_each(Waker::wake);
+            let done = self.step_towards(target);
             std::thread::sleep(pause);
             if done {
                 return;
             }
         }
+    }
+
+    /// Moves the clock to the earliest sleeper's deadline if it comes before
+    /// `target`, else to `target`, and wakes the sleepers due; `true` once
+    /// the clock is at `target`.
+    fn step_towards(&self, target: Duration) -> bool {
+        let (wakers, done) = {
+            let mut st = self.state();
+            match st.sleepers.keys().next().map(|(d, _)| *d) {
+                Some(d) if d <= target => {
+                    st.now = st.now.max(d);
+                    (take_due(&mut st), false)
+                }
+                _ => {
+                    st.now = target;
+                    (take_due(&mut st), true)
+                }
+            }
+        };
+        wakers.into_iter().for_each(Waker::wake);
+        done
     }
 }
 
