@@ -7,22 +7,19 @@ use std::time::{Duration, Instant};
 
 use leasehold::remote::protocol::{Reply, ServerFrame};
 use leasehold::{ErrorKind, HoldOptions, LossReason};
-use support::proxy::Proxy;
 use support::server::ServerProcess;
-use support::{connect, data_dir, S};
+use support::{connect, data_dir, Rig, S};
 use tokio::time::timeout;
 
 // LOCK-03, ERR-04: a grant whose answer is lost with its connection is asked for again with the
 // same request id, and the store answers the same lease: one request, one lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_03_a_lost_grant_reply_never_yields_two_leases() {
-    let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]);
-    let proxy = Proxy::start(server.addr).await;
-    let store = connect(&proxy.url()).await;
-    let direct = connect(&server.url()).await;
+    let rig = Rig::start().await;
+    let store = rig.via_proxy().await;
+    let direct = rig.direct().await;
     let lock = store.lock("l").ttl(S(10)).open().unwrap();
-    proxy.drop_next(|f| {
+    rig.proxy.drop_next(|f| {
         matches!(
             f,
             ServerFrame::Reply {
@@ -35,7 +32,7 @@ async fn lock_03_a_lost_grant_reply_never_yields_two_leases() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(proxy.dropped(), 1, "the grant's answer was not dropped");
+    assert_eq!(rig.proxy.dropped(), 1, "the grant's answer was not dropped");
     let holders = direct.holders(Some("l")).await.unwrap();
     assert_eq!(holders.len(), 1, "{holders:?}");
     assert_eq!(
@@ -54,11 +51,9 @@ async fn lock_03_a_lost_grant_reply_never_yields_two_leases() {
 // its new connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
-    let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]);
-    let proxy = Proxy::start(server.addr).await;
-    let direct = connect(&server.url()).await;
-    let via_proxy = connect(&proxy.url()).await;
+    let rig = Rig::start().await;
+    let direct = rig.direct().await;
+    let via_proxy = rig.via_proxy().await;
     let first = direct
         .lock("l")
         .open()
@@ -81,7 +76,7 @@ async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
             .map(|h| h.lease().fence())
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
-    proxy.cut();
+    rig.proxy.cut();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let f1 = first.lease().fence();
     first.end().await.unwrap();
@@ -99,17 +94,15 @@ async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
 // from each new connection, by lease id, and the function never notices.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_07_a_cut_connection_does_not_lose_a_renewing_lease() {
-    let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]);
-    let proxy = Proxy::start(server.addr).await;
-    let store = connect(&proxy.url()).await;
-    let direct = connect(&server.url()).await;
+    let rig = Rig::start().await;
+    let store = rig.via_proxy().await;
+    let direct = rig.direct().await;
     let lock = store.lock("l").ttl(S(1)).open().unwrap();
     let held = lock.begin("k", &HoldOptions::default()).await.unwrap();
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(3500) {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        proxy.cut();
+        rig.proxy.cut();
     }
     assert!(
         !held.lease().lost(),
@@ -128,12 +121,10 @@ async fn lock_07_a_cut_connection_does_not_lose_a_renewing_lease() {
 // the store lets the key go to the next in line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_04_holder_deadline_comes_before_the_store_lets_go() {
-    let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]);
-    let proxy = Proxy::start(server.addr).await;
-    proxy.delay(Duration::from_millis(40));
-    let store = connect(&proxy.url()).await;
-    let direct = connect(&server.url()).await;
+    let rig = Rig::start().await;
+    rig.proxy.delay(Duration::from_millis(40));
+    let store = rig.via_proxy().await;
+    let direct = rig.direct().await;
     let lock = store
         .lock("l")
         .ttl(S(1))
@@ -149,8 +140,8 @@ async fn lock_04_holder_deadline_comes_before_the_store_lets_go() {
         at
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
-    proxy.refuse(true);
-    proxy.cut();
+    rig.proxy.refuse(true);
+    rig.proxy.cut();
     let lost = held.lease().lost_signal();
     timeout(S(3), lost)
         .await
@@ -285,13 +276,11 @@ async fn the_client_speaks_tls_to_a_trusted_server_only() {
 // while disconnected leaves nothing behind once the client is back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_18_wait_bounds_a_hold_while_the_store_is_unreachable() {
-    let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]);
-    let proxy = Proxy::start(server.addr).await;
-    let store = connect(&proxy.url()).await;
-    let direct = connect(&server.url()).await;
-    proxy.refuse(true);
-    proxy.cut();
+    let rig = Rig::start().await;
+    let store = rig.via_proxy().await;
+    let direct = rig.direct().await;
+    rig.proxy.refuse(true);
+    rig.proxy.cut();
     tokio::time::sleep(Duration::from_millis(100)).await;
     let lock = store
         .lock("l")
@@ -321,7 +310,7 @@ async fn lock_18_wait_bounds_a_hold_while_the_store_is_unreachable() {
         waiting.await.unwrap().unwrap_err().kind(),
         ErrorKind::Cancelled
     );
-    proxy.refuse(false);
+    rig.proxy.refuse(false);
     let unbounded = store.lock("l").open().unwrap();
     let back = timeout(S(5), unbounded.begin("other", &HoldOptions::default()))
         .await

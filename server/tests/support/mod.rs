@@ -20,6 +20,39 @@ pub async fn connect(url: &str) -> Store {
         .expect("connect to the server store")
 }
 
+/// A server process with a fresh data dir and a fault proxy in front of it.
+pub struct Rig {
+    /// The proxy clients connect through.
+    pub proxy: proxy::Proxy,
+    /// The server.
+    pub server: server::ServerProcess,
+    _dir: tempfile::TempDir,
+}
+
+impl Rig {
+    /// Starts a server and a proxy to it.
+    pub async fn start() -> Rig {
+        let dir = data_dir();
+        let server = server::ServerProcess::start(dir.path(), &[]);
+        let proxy = proxy::Proxy::start(server.addr).await;
+        Rig {
+            proxy,
+            server,
+            _dir: dir,
+        }
+    }
+
+    /// A client connected through the proxy.
+    pub async fn via_proxy(&self) -> Store {
+        connect(&self.proxy.url()).await
+    }
+
+    /// A client connected to the server directly.
+    pub async fn direct(&self) -> Store {
+        connect(&self.server.url()).await
+    }
+}
+
 /// A fresh temporary directory.
 pub fn data_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temp dir")
