@@ -1,0 +1,5 @@
+//! Link settings napi-rs needs for a Node addon.
+
+fn main() {
+    napi_build::setup();
+}

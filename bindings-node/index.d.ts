@@ -1,0 +1,182 @@
+// Types of the npm package `leasehold`: leases and fenced locks over one
+// Rust core (the embedded store, or the server store `leasehold serve`).
+// Contract IDs (LOCK-05, MANUAL-03, …) refer to the project's contracts.
+
+/** A duration: a number of milliseconds, or a string such as `'250ms'`, `'30s'`, `'1m'`, `'1m30s'`, `'1h'`. */
+export type Duration = number | string
+
+/** Every failure's stable code (ERR-01), as `err.code` writes it. */
+export type ErrorCode =
+  | 'LOST'
+  | 'INVALID_TTL'
+  | 'EMPTY_NAME'
+  | 'PERMISSION_DENIED'
+  | 'UNAUTHENTICATED'
+  | 'WAIT_TIMEOUT'
+  | 'CANCELLED'
+  | 'UNAVAILABLE'
+  | 'TIMEOUT'
+  | 'NAMESPACE_MISMATCH'
+  | 'PROTOCOL'
+  | 'INTERNAL'
+  | 'INVALID_ARGUMENT'
+  | 'CLOSED'
+
+/** Why a lease was lost. */
+export type LossReason = 'expired' | 'revoked' | 'unknown' | 'restarted' | 'closed'
+
+/** Every code, keyed by itself: `codes.LOST === 'LOST'`. */
+export const codes: Readonly<{ [C in ErrorCode]: C }>
+
+/** A Leasehold failure; `code` says which (ERR-01). */
+export class LeaseholdError extends Error {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown })
+  code: ErrorCode
+}
+
+/**
+ * The lease is gone (code `'LOST'`). From `hold`: the held function's own
+ * error is `cause`, or its value `result` when it resolved (LOCK-10).
+ */
+export class LostError extends LeaseholdError {
+  constructor(
+    message: string,
+    options?: { lossReason?: LossReason | null; cause?: unknown; result?: unknown },
+  )
+  code: 'LOST'
+  /** Why the lease was lost, when known. */
+  lossReason: LossReason | null
+  /** The held function's value, when it resolved although the lease was lost. */
+  result?: unknown
+}
+
+/** Options of a lock (LOCK-13). */
+export interface LockOptions {
+  /** How long a lease lasts without renewal: 1 s to 1 h, 10 s by default. */
+  ttl?: Duration
+  /** The store revokes a lease this long after its grant, whatever its renewals (LOCK-12). */
+  maxHold?: Duration
+  /** The longest time a `hold` waits in line (LOCK-18); unbounded by default. */
+  wait?: Duration
+  /** How long before the store's expiry the holder declares a loss (LOCK-04); ttl/10 by default. */
+  margin?: Duration
+}
+
+/** Options of one `hold`. */
+export interface HoldOptions {
+  /** Aborting it gives up waiting (`CANCELLED`, LOCK-18); while the function runs, it aborts `lease.signal`. */
+  signal?: AbortSignal
+  /** A bound on waiting in line for this call, over the lock's own. */
+  wait?: Duration
+}
+
+/** How to reach a server store. */
+export interface ConnectOptions {
+  /** The token the server's tokens file gives a role (LOCK-14). */
+  token?: string
+  /** For `leaseholds://`: the PEM certificates to trust (the server's CA). */
+  tls?: { ca: string | Uint8Array }
+  /** How long one connection attempt may take (5 s by default). */
+  connectTimeout?: Duration
+}
+
+/** Options of `tryAcquire`. */
+export interface TryAcquireOptions {
+  /** The lease's ttl: 1 s to 1 h, 10 s by default. */
+  ttl?: Duration
+}
+
+/** Options of `acquire`. */
+export interface AcquireOptions {
+  /** The lease's ttl, from the grant: 1 s to 1 h, 10 s by default. */
+  ttl?: Duration
+  /** The longest time to wait (`WAIT_TIMEOUT`). */
+  wait?: Duration
+  /** Aborting it gives up waiting (`CANCELLED`). */
+  signal?: AbortSignal
+}
+
+/** One holder, as `store.holders()` lists it. */
+export interface HolderInfo {
+  /** The lock's name (empty for manual leases). */
+  lock: string
+  /** The key, or the manual lease's name. */
+  key: string
+  fence: bigint
+  /** Milliseconds since the grant. */
+  heldFor: number
+  /** Milliseconds before the store lets the lease go unless renewed; `null`: not by time. */
+  expiresIn: number | null
+}
+
+/** A store of leases: `memory()` or `await connect(url)`. */
+export class Store {
+  private constructor()
+  /** The lock `name` with its options; nothing is sent to the store. Throws `INVALID_TTL`, `EMPTY_NAME`. */
+  lock(name: string, options?: LockOptions): Lock
+  /** The manual lease `name` if nobody holds it, else `null` (MANUAL-01). */
+  tryAcquire(name: string, options?: TryAcquireOptions): Promise<ManualLease | null>
+  /** Waits for the manual lease `name` (MANUAL-02). */
+  acquire(name: string, options?: AcquireOptions): Promise<ManualLease>
+  /** The holders of lock `lock`, or of every lock. */
+  holders(lock?: string): Promise<HolderInfo[]>
+  /** Ends every lease the store gave and fails its waiting calls `CLOSED`. */
+  close(): Promise<void>
+}
+
+/** A named family of keys with its options. */
+export class Lock {
+  private constructor()
+  readonly name: string
+  /** Milliseconds. */
+  readonly ttl: number
+  /** Milliseconds, or `null`. */
+  readonly maxHold: number | null
+  /** Milliseconds, or `null`. */
+  readonly wait: number | null
+  /** Milliseconds. */
+  readonly margin: number
+  /**
+   * Waits in line for `key`, runs `fn(lease)` holding it (renewed in the
+   * background where the store needs it), and releases it when `fn`
+   * settles. Rejects with a `LostError` if the lease was lost meanwhile,
+   * even if `fn` resolved (LOCK-10).
+   */
+  hold<T>(key: string, fn: (lease: Lease) => T | PromiseLike<T>, options?: HoldOptions): Promise<T>
+  /** As `hold`, but never waits: resolves `null` and runs nothing when the key is held (LOCK-17). */
+  tryHold<T>(key: string, fn: (lease: Lease) => T | PromiseLike<T>): Promise<T | null>
+}
+
+/** A held lease, as the held function sees it. */
+export class Lease {
+  private constructor()
+  /** Larger than every fence the store granted before (LOCK-02). */
+  readonly fence: bigint
+  readonly key: string
+  readonly lockName: string
+  /** Whether the lease was lost; once true, stays true. */
+  readonly lost: boolean
+  readonly lossReason: LossReason | null
+  /** Milliseconds before the holder's deadline (0 once lost); `null` when it has none. */
+  readonly remaining: number | null
+  /** Aborted with a `LostError` when the lease is lost (LOCK-09). */
+  readonly signal: AbortSignal
+}
+
+/** A lease the caller extends and releases itself (seed 003). */
+export class ManualLease {
+  private constructor()
+  readonly name: string
+  /** With LOCK-02's guarantee (MANUAL-07). */
+  readonly fence: bigint
+  /** Sets the expiry to now + `d` (MANUAL-03). */
+  extend(d: Duration): Promise<void>
+  /** Releases the lease if it still owns its name (MANUAL-04). */
+  release(): Promise<void>
+}
+
+/** An embedded store in this process (LOCK-19). */
+export function memory(): Store
+
+/** Connects to the server store at `url`: `leasehold://host:port`, or `leaseholds://` for TLS. */
+export function connect(url: string, options?: ConnectOptions): Promise<Store>

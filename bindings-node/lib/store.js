@@ -1,0 +1,157 @@
+'use strict'
+// Stores: `memory()` (embedded, in this process) and `connect(url)` (the
+// server store), locks, manual leases and closing.
+
+const native = require('./native')
+const args = require('./args')
+const { fromNative } = require('./errors')
+const { Lock } = require('./lock')
+const { ManualLease } = require('./manual')
+
+/** @typedef {import('./addon').NativeStore} NativeStore */
+/** @typedef {import('../index').HolderInfo} HolderInfo */
+
+/** @typedef {import('../index').Store} PublicStore */
+
+/** @implements {PublicStore} */
+class Store {
+  /** @type {NativeStore} */
+  #native
+
+  /**
+   * Made by `memory()` and `connect()`; not for callers.
+   * @param {NativeStore} native
+   */
+  constructor(native) {
+    this.#native = native
+  }
+
+  /**
+   * The lock `name` with its options (LOCK-13): `ttl` (1 s to 1 h, 10 s by
+   * default), `maxHold` (at least the ttl), `wait` (bound on time in line),
+   * `margin` (default: a tenth of the ttl). Nothing is sent to the store.
+   * @param {string} name
+   * @param {import('../index').LockOptions} [options]
+   * @returns {Lock}
+   */
+  lock(name, options) {
+    args.string('lock name', name)
+    const given = args.options('lock options', options, ['ttl', 'maxHold', 'wait', 'margin'])
+    const ttl = args.duration('ttl', given.ttl)
+    const maxHold = args.duration('maxHold', given.maxHold)
+    const wait = args.duration('wait', given.wait)
+    const margin = args.duration('margin', given.margin)
+    try {
+      return new Lock(this.#native.lock(name, ttl, maxHold, wait, margin))
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /**
+   * Takes the manual lease `name` if nobody holds it; `null` when another
+   * holder has it (MANUAL-01). `ttl`: 1 s to 1 h, 10 s by default.
+   * @param {string} name
+   * @param {import('../index').TryAcquireOptions} [options]
+   * @returns {Promise<ManualLease | null>}
+   */
+  async tryAcquire(name, options) {
+    args.string('lease name', name)
+    const given = args.options('tryAcquire options', options, ['ttl'])
+    const ttl = args.duration('ttl', given.ttl)
+    try {
+      const lease = await this.#native.tryAcquire(name, ttl)
+      return lease === null ? null : new ManualLease(lease)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /**
+   * Waits for the manual lease `name` (MANUAL-02), at most `wait`
+   * (WAIT_TIMEOUT), until `signal` aborts (CANCELLED); the ttl starts at the grant.
+   * @param {string} name
+   * @param {import('../index').AcquireOptions} [options]
+   * @returns {Promise<ManualLease>}
+   */
+  async acquire(name, options) {
+    args.string('lease name', name)
+    const given = args.options('acquire options', options, ['ttl', 'wait', 'signal'])
+    const ttl = args.duration('ttl', given.ttl)
+    const wait = args.duration('wait', given.wait)
+    const signal = args.signal(given.signal)
+    const canceller = signal === null ? null : new native.Canceller()
+    const giveUp = () => canceller?.cancel()
+    if (signal?.aborted) giveUp()
+    signal?.addEventListener('abort', giveUp, { once: true })
+    try {
+      return new ManualLease(await this.#native.acquire(name, ttl, wait, canceller))
+    } catch (error) {
+      throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
+    } finally {
+      signal?.removeEventListener('abort', giveUp)
+    }
+  }
+
+  /**
+   * The holders of lock `lock` (or of every lock).
+   * @param {string} [lock]
+   * @returns {Promise<HolderInfo[]>}
+   */
+  async holders(lock) {
+    const name = args.optionalString('lock', lock)
+    try {
+      return await this.#native.holders(name)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /**
+   * Closes the store: every lease it gave ends (its holders see LOST), every
+   * waiting call fails CLOSED, later calls fail CLOSED.
+   * @returns {Promise<void>}
+   */
+  async close() {
+    try {
+      await this.#native.close()
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+}
+
+/**
+ * An embedded store in this process: holders need no renewal (LOCK-19).
+ * @returns {Store}
+ */
+function memory() {
+  return new Store(native.memory())
+}
+
+/**
+ * Connects to the server store at `url` (`leasehold://host:port`, or
+ * `leaseholds://` for TLS with `tls.ca`, the certificates to trust).
+ * @param {string} url
+ * @param {import('../index').ConnectOptions} [options]
+ * @returns {Promise<Store>}
+ */
+async function connect(url, options) {
+  args.string('url', url)
+  const given = args.options('connect options', options, ['token', 'tls', 'connectTimeout'])
+  const token = args.optionalString('token', given.token)
+  const tls = args.options('tls', given.tls, ['ca'])
+  const connectTimeout = args.duration('connectTimeout', given.connectTimeout)
+  let ca = null
+  if (tls.ca !== undefined && tls.ca !== null) {
+    if (tls.ca instanceof Uint8Array) ca = Buffer.from(tls.ca).toString('utf8')
+    else ca = args.string('tls.ca', tls.ca)
+  }
+  try {
+    return new Store(await native.connect(url, token, ca, connectTimeout))
+  } catch (error) {
+    throw fromNative(error)
+  }
+}
+
+module.exports = { Store, memory, connect }
