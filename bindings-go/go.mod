@@ -1,0 +1,3 @@
+module example.invalid/leasehold/bindings-go
+
+go 1.24

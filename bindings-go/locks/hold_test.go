@@ -1,0 +1,96 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// LOCK-19: an embedded hold needs no renewal; the fence grows from hold to hold (LOCK-02).
+func TestLock19EmbeddedHoldAndFence(t *testing.T) {
+	store := Memory()
+	defer store.Close()
+	lock, err := OpenLock(store, "summaries", TTL(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	var fences []uint64
+	for i := 0; i < 3; i++ {
+		err := lock.Hold(context.Background(), "chat-1", func(ctx context.Context, lease *Lease) error {
+			if lease.Lost() {
+				return errors.New("lost at once")
+			}
+			if _, ok := lease.Remaining(); ok {
+				return errors.New("an embedded lease without maxHold has no deadline")
+			}
+			fences = append(fences, lease.Fence)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !(fences[0] > 0 && fences[1] > fences[0] && fences[2] > fences[1]) {
+		t.Fatalf("fences do not grow: %v", fences)
+	}
+}
+
+// LOCK-01, LOCK-11: holders of one key take turns; each is released when its function returns.
+func TestLock01OneHolderAtATime(t *testing.T) {
+	store := Memory()
+	defer store.Close()
+	lock, err := OpenLock(store, "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	inside, most := 0, 0
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				err := lock.Hold(context.Background(), "k", func(ctx context.Context, lease *Lease) error {
+					mu.Lock()
+					inside++
+					most = max(most, inside)
+					mu.Unlock()
+					time.Sleep(100 * time.Microsecond)
+					mu.Lock()
+					inside--
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if most != 1 {
+		t.Fatalf("%d holders at once", most)
+	}
+}
+
+func ExampleLock_Hold() {
+	store := Memory()
+	defer store.Close()
+	summaries, err := OpenLock(store, "summaries", TTL(30*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	err = summaries.Hold(context.Background(), "chat-1", func(ctx context.Context, lease *Lease) error {
+		fmt.Println("holding", lease.Name, "with a fence:", lease.Fence > 0)
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// holding chat-1 with a fence: true
+	// <nil>
+}

@@ -1,0 +1,176 @@
+package locks
+
+/*
+#include "leasehold.h"
+
+extern void leaseholdLost(uint64_t user, lh_loss_reason reason);
+*/
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"runtime/cgo"
+)
+
+// Lock is a named family of keys with its options. Safe for concurrent use.
+type Lock struct {
+	h     C.lh_lock
+	store *Store
+	name  string
+}
+
+// HeldFunc is the function Hold runs while it holds the key. Its ctx is
+// cancelled with cause ErrLost (errors.Is(context.Cause(ctx), ErrLost))
+// when the lease is lost (LOCK-09).
+type HeldFunc func(ctx context.Context, lease *Lease) error
+
+// OpenLock opens the lock name of store with the options TTL, MaxHold,
+// Wait and Margin. Nothing is sent to the store; bad options fail at once
+// (ErrInvalidTTL, ErrEmptyName; LOCK-13).
+func OpenLock(store *Store, name string, opts ...Option) (*Lock, error) {
+	if store == nil {
+		return nil, newError(CodeInvalidArgument, "OpenLock: a nil *Store")
+	}
+	s, err := collect("OpenLock", opts, "TTL", "MaxHold", "Wait", "Margin")
+	if err != nil {
+		return nil, err
+	}
+	var o C.lh_lock_options
+	if s.ttl != nil {
+		o.has_ttl, o.ttl_ns = true, nanos(*s.ttl)
+	}
+	if s.maxHold != nil {
+		o.has_max_hold, o.max_hold_ns = true, nanos(*s.maxHold)
+	}
+	if s.wait != nil {
+		o.has_wait, o.wait_ns = true, nanos(*s.wait)
+	}
+	if s.margin != nil {
+		o.has_margin, o.margin_ns = true, nanos(*s.margin)
+	}
+	var h C.lh_lock
+	n, nn := cstr(name)
+	err = takeError(C.lh_lock_open(store.h, n, nn, &o, &h))
+	runtime.KeepAlive(store)
+	runtime.KeepAlive(name)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lock{h: h, store: store, name: name}
+	runtime.SetFinalizer(l, func(l *Lock) { C.lh_error_free(C.lh_lock_free(l.h)) })
+	return l, nil
+}
+
+// Name is the lock's name.
+func (l *Lock) Name() string { return l.name }
+
+// Close frees the lock (holds of it go on until they end). A second Close fails ErrClosed.
+func (l *Lock) Close() error {
+	runtime.SetFinalizer(l, nil)
+	err := takeError(C.lh_lock_free(l.h))
+	runtime.KeepAlive(l)
+	return err
+}
+
+// Hold waits in line for key (LOCK-01), then runs fn holding it: the lease
+// is renewed in the background where the store needs it (LOCK-06) and
+// released when fn returns, fails or panics (LOCK-11). If ctx ends while
+// waiting, Hold fails ErrCancelled and leaves the line; the option Wait (or
+// the lock's) bounds the wait with ErrWaitTimeout (LOCK-18).
+//
+// If the lease is lost while fn runs, fn's ctx is cancelled with cause
+// ErrLost (LOCK-09), and Hold fails ErrLost even if fn succeeded; fn's own
+// error stays reachable with errors.Is / errors.As (LOCK-10).
+func (l *Lock) Hold(ctx context.Context, key string, fn HeldFunc, opts ...Option) error {
+	if fn == nil {
+		return newError(CodeInvalidArgument, "Hold: a nil function")
+	}
+	s, err := collect("Hold", opts, "Wait")
+	if err != nil {
+		return err
+	}
+	var o C.lh_call_options
+	if s.wait != nil {
+		o.has_wait, o.wait_ns = true, nanos(*s.wait)
+	}
+	var h C.lh_holding
+	var fence C.uint64_t
+	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+		k, kn := cstr(key)
+		return C.lh_lock_begin(l.h, k, kn, &o, c, &h, &fence)
+	})
+	runtime.KeepAlive(l)
+	if err != nil {
+		return err
+	}
+	return l.run(ctx, key, h, uint64(fence), fn)
+}
+
+// TryHold runs fn holding key if the key is free now, never waiting
+// (LOCK-17): (false, nil) and nothing runs when another holder has it.
+// Otherwise it is Hold, without the wait.
+func (l *Lock) TryHold(ctx context.Context, key string, fn HeldFunc) (bool, error) {
+	if fn == nil {
+		return false, newError(CodeInvalidArgument, "TryHold: a nil function")
+	}
+	if ctx == nil {
+		return false, newError(CodeInvalidArgument, "TryHold: a nil context.Context")
+	}
+	if ctx.Err() != nil {
+		return false, withCause(ctx, newError(CodeCancelled, "the context ended before the call"))
+	}
+	var h C.lh_holding
+	var held C.bool
+	var fence C.uint64_t
+	k, kn := cstr(key)
+	err := takeError(C.lh_lock_try_begin(l.h, k, kn, &h, &held, &fence))
+	runtime.KeepAlive(l)
+	runtime.KeepAlive(key)
+	if err != nil || !bool(held) {
+		return false, err
+	}
+	return true, l.run(ctx, key, h, uint64(fence), fn)
+}
+
+// lossWatch is what the C library calls back, through a cgo.Handle, when
+// the lease is lost: it cancels the held function's ctx.
+type lossWatch struct {
+	cancel context.CancelCauseFunc
+}
+
+// run runs fn holding h, and ends the hold however fn ends.
+func (l *Lock) run(ctx context.Context, key string, h C.lh_holding, fence uint64, fn HeldFunc) (err error) {
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	lease := &Lease{Fence: fence, Name: key, held: &heldLease{h: h}}
+	handle := cgo.NewHandle(&lossWatch{cancel: cancel})
+	returned := false
+	var fnErr error
+	defer func() {
+		endErr := lease.held.end()
+		handle.Delete()
+		cancel(nil)
+		if returned {
+			err = combine(fnErr, endErr)
+		}
+	}()
+	if err := takeError(C.lh_holding_on_lost(h, C.lh_lost_fn(C.leaseholdLost), C.uint64_t(handle))); err != nil {
+		returned = true
+		return err
+	}
+	fnErr = fn(fnCtx, lease)
+	returned = true
+	return nil
+}
+
+// combine is what Hold answers: fn's error, unless the lease was lost,
+// then ErrLost with fn's error as its cause (LOCK-10). A release that
+// failed otherwise does not fail the hold (the lease runs out at the store).
+func combine(fnErr, endErr error) error {
+	e, ok := endErr.(*Error)
+	if !ok || e.Code != CodeLost {
+		return fnErr
+	}
+	e.cause = fnErr
+	return e
+}

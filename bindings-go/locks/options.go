@@ -1,0 +1,72 @@
+package locks
+
+import (
+	"fmt"
+	"time"
+)
+
+// Option sets an option of OpenLock (TTL, MaxHold, Wait, Margin), of a
+// call that waits (Wait), or of Connect (Token, CA). A call given an option
+// it does not take fails ErrInvalidArgument.
+type Option struct {
+	name  string
+	apply func(*settings)
+}
+
+type settings struct {
+	ttl, maxHold, wait, margin *time.Duration
+	token                      *string
+	caPEM                      []byte
+}
+
+// TTL: how long a lease lasts without renewal, 1 s to 1 h, 10 s when not given (LOCK-13).
+func TTL(d time.Duration) Option {
+	return Option{"TTL", func(s *settings) { s.ttl = &d }}
+}
+
+// MaxHold: the store revokes a lease this long after its grant, whatever
+// its renewals (LOCK-12); at least the TTL.
+func MaxHold(d time.Duration) Option {
+	return Option{"MaxHold", func(s *settings) { s.maxHold = &d }}
+}
+
+// Wait bounds the time a hold (on the lock, or on one call) or a Store.Lock
+// spends in line: past it the call fails ErrWaitTimeout and leaves the line (LOCK-18).
+func Wait(d time.Duration) Option {
+	return Option{"Wait", func(s *settings) { s.wait = &d }}
+}
+
+// Margin: how long before the store's expiry the holder declares its lease
+// lost (LOCK-04); a tenth of the TTL by default, below half the TTL.
+func Margin(d time.Duration) Option {
+	return Option{"Margin", func(s *settings) { s.margin = &d }}
+}
+
+// Token admits a connection to the server store, to read or to read and write (LOCK-14).
+func Token(t string) Option {
+	return Option{"Token", func(s *settings) { s.token = &t }}
+}
+
+// CA trusts these PEM certificates for a leaseholds:// (TLS) connection.
+func CA(pem []byte) Option {
+	return Option{"CA", func(s *settings) { s.caPEM = append([]byte(nil), pem...) }}
+}
+
+// collect applies opts for call, refusing an option not among allowed.
+func collect(call string, opts []Option, allowed ...string) (settings, error) {
+	var s settings
+	for _, o := range opts {
+		if o.apply == nil {
+			return s, newError(CodeInvalidArgument, call+": a zero Option")
+		}
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == o.name
+		}
+		if !ok {
+			return s, newError(CodeInvalidArgument, fmt.Sprintf("%s does not take the option %s", call, o.name))
+		}
+		o.apply(&s)
+	}
+	return s, nil
+}
