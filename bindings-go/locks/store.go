@@ -13,7 +13,7 @@ import (
 // (Connect). Safe for concurrent use. Close it when done; a finalizer
 // closes a store that was dropped unclosed.
 type Store struct {
-	h    C.lh_store
+	h C.lh_store
 }
 
 func newStore(h C.lh_store) *Store {

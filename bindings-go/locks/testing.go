@@ -78,3 +78,12 @@ func ParseDuration(s string) (time.Duration, error) {
 func panicInLibrary() error {
 	return takeError(C.lh_testing_panic())
 }
+
+// abiCodeNames are the names of the C ABI's codes 0..LH_CODE_COUNT-1 ("Ok", "Lost", …).
+func abiCodeNames() []string {
+	names := make([]string, 0, int(C.LH_CODE_COUNT))
+	for i := C.int32_t(0); i < C.LH_CODE_COUNT; i++ {
+		names = append(names, C.GoString(C.lh_code_name(i)))
+	}
+	return names
+}
