@@ -1,0 +1,262 @@
+//! Memory used per held lease, with 1,000,000 leases held (or the count given
+//! as the first argument), measured with a counting global allocator:
+//!
+//! 1. a bare `LeaseTable` holding N keys, each granted with ttl 10 s;
+//! 2. the same table after N hold + release cycles (ttl 10 s), nothing held:
+//!    what released leases leave behind until their ttl would have passed;
+//! 3. the embedded store (`Store::memory()`), N `Holding`s from `lock.begin`
+//!    kept alive: table, driver, holder engine and one keeper task each.
+//!
+//! "Bytes" are the bytes requested from the allocator and still live; the
+//! allocator's own per-block overhead is not in them (the block count per
+//! lease is printed to estimate it), and the resident set size (RSS) grown
+//! meanwhile is printed beside them for comparison.
+//!
+//! Run: `cargo run --release -p leasehold-bench --bin lease_memory [-- N]`.
+//! Each measurement runs in a child process of its own (`-- N table`,
+//! `-- N churn`, `-- N embedded` run one).
+
+// A `GlobalAlloc` impl is unsafe by nature; this binary is the only place in
+// the crate that allows unsafe code (the crate denies it), and the unsafe code
+// only forwards to `System` and counts.
+#![allow(unsafe_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::{Duration, Instant};
+
+use leasehold::clock::Clock;
+use leasehold::fence::Fences;
+use leasehold::table::{HoldAnswer, HoldRequest, KeyName, LeaseTable, Limits};
+use leasehold::{HoldOptions, Holding, RequestId, Store};
+
+/// Bytes requested and not yet freed.
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+/// Blocks allocated and not yet freed.
+static LIVE_BLOCKS: AtomicIsize = AtomicIsize::new(0);
+
+/// The system allocator, counting live bytes and blocks.
+struct Counting;
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged, so `System`'s guarantees carry over; the counting touches
+// only atomics and never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller upholds `alloc`'s contract, which we pass on.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            LIVE_BYTES.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            LIVE_BLOCKS.fetch_add(1, Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by this allocator (thus by `System`) with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        LIVE_BLOCKS.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` was allocated by `System` with `layout`; the caller upholds the rest.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE_BYTES.fetch_add(
+                new_size as isize - layout.size() as isize,
+                Ordering::Relaxed,
+            );
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// What the allocator and the kernel say at one moment.
+#[derive(Clone, Copy)]
+struct Snapshot {
+    bytes: isize,
+    blocks: isize,
+    rss: Option<u64>,
+}
+
+fn snapshot() -> Snapshot {
+    Snapshot {
+        bytes: LIVE_BYTES.load(Ordering::SeqCst),
+        blocks: LIVE_BLOCKS.load(Ordering::SeqCst),
+        rss: rss_bytes(),
+    }
+}
+
+/// The resident set size from /proc/self/statm (Linux; `None` elsewhere).
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+fn report(what: &str, n: usize, before: Snapshot, after: Snapshot, took: Duration) {
+    let bytes = after.bytes - before.bytes;
+    let blocks = after.blocks - before.blocks;
+    let per = bytes as f64 / n as f64;
+    let rss = match (before.rss, after.rss) {
+        (Some(b), Some(a)) => format!("{:.0} B/lease RSS growth", (a as f64 - b as f64) / n as f64),
+        _ => "RSS unknown".to_owned(),
+    };
+    println!(
+        "{what}: {per:.1} B/lease live ({:.1} MiB for {n}), {:.2} blocks/lease, {rss}; took {:.2?}",
+        bytes as f64 / (1024.0 * 1024.0),
+        blocks as f64 / n as f64,
+        took,
+    );
+}
+
+fn new_table() -> LeaseTable {
+    let fences = Fences::wall_clock();
+    LeaseTable::new(fences, Limits::default())
+}
+
+fn request(lock: &std::sync::Arc<str>, i: usize) -> HoldRequest {
+    HoldRequest {
+        name: KeyName::new(lock.clone(), format!("key-{i}")),
+        request_id: RequestId::random(),
+        ttl: Some(Duration::from_secs(10)),
+        max_hold: None,
+        queue: true,
+    }
+}
+
+/// 1. A bare table holding `n` keys with ttl 10 s.
+fn table_held(n: usize) {
+    let lock: std::sync::Arc<str> = "bench".into();
+    let clock = Clock::monotonic();
+    let before = snapshot();
+    let start = Instant::now();
+    let mut table = new_table();
+    for i in 0..n {
+        match table.hold(request(&lock, i), clock.now()).expect("hold") {
+            HoldAnswer::Granted(_) => {}
+            other => panic!("a free key was answered {other:?}"),
+        }
+    }
+    let took = start.elapsed();
+    assert_eq!(table.held(), n);
+    report("table, held (ttl 10s)", n, before, snapshot(), took);
+    drop(table);
+}
+
+/// 2. A bare table after `n` hold + release cycles with ttl 10 s.
+fn table_churned(n: usize) {
+    let lock: std::sync::Arc<str> = "bench".into();
+    let clock = Clock::monotonic();
+    let before = snapshot();
+    let start = Instant::now();
+    let mut table = new_table();
+    for i in 0..n {
+        let now = clock.now();
+        let HoldAnswer::Granted(grant) = table.hold(request(&lock, i), now).expect("hold") else {
+            panic!("a free key was not granted");
+        };
+        table.release(grant.lease_id, now).expect("release");
+    }
+    let took = start.elapsed();
+    assert_eq!(table.held(), 0);
+    report(
+        "table, released again (ttl 10s), nothing held",
+        n,
+        before,
+        snapshot(),
+        took,
+    );
+    drop(table);
+}
+
+/// 3. The embedded store with `n` `Holding`s alive.
+fn embedded_held(n: usize) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    // The caller's own vector of holdings is allocated before the first
+    // snapshot: its n * size_of::<Holding>() bytes are printed apart.
+    let mut holdings: Vec<Holding> = Vec::with_capacity(n);
+    let before = snapshot();
+    let start = Instant::now();
+    let store = rt.block_on(async { Store::memory() });
+    let lock = store
+        .lock("bench")
+        .open()
+        .expect("default options are valid");
+    let options = HoldOptions::default();
+    rt.block_on(async {
+        for i in 0..n {
+            let key = format!("key-{i}");
+            holdings.push(lock.begin(&key, &options).await.expect("granted"));
+        }
+        // Let every keeper task be polled once, as it is in a real program.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    });
+    let took = start.elapsed();
+    report(
+        "embedded store, held (lock.begin)",
+        n,
+        before,
+        snapshot(),
+        took,
+    );
+    println!(
+        "  plus the caller's Vec<Holding>: {} B/lease (size_of::<Holding>())",
+        std::mem::size_of::<Holding>()
+    );
+    // This runs in a process of its own: ending a million holdings one by
+    // one would take seconds and measure nothing, so the process just ends.
+    drop(lock);
+    std::mem::forget((holdings, store, rt));
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let n: usize = match args.next() {
+        Some(arg) => arg.parse().expect("the lease count, a whole number"),
+        None => 1_000_000,
+    };
+    match args.next().as_deref() {
+        Some("table") => table_held(n),
+        Some("churn") => table_churned(n),
+        Some("embedded") => embedded_held(n),
+        Some(other) => panic!("unknown measurement {other:?}: table, churn or embedded"),
+        None => {
+            println!(
+                "leases: {n}; key names \"key-0\"..\"key-{}\", lock \"bench\"",
+                n.saturating_sub(1)
+            );
+            // Each measurement in a process of its own, so that the RSS
+            // growth of one is not hidden by memory another freed.
+            let me = std::env::current_exe().expect("this program's path");
+            for which in ["table", "churn", "embedded"] {
+                let status = std::process::Command::new(&me)
+                    .args([n.to_string(), which.to_owned()])
+                    .status()
+                    .expect("the measurement runs");
+                if !status.success() {
+                    eprintln!("the {which} measurement failed: {status}");
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+}
