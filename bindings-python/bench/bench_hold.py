@@ -1,0 +1,115 @@
+"""The hold cycle through Python next to the same cycle in Rust, in one run.
+
+One cycle: hold a key and release it, uncontended, on one key. Measured on
+the embedded store and on a server store started here (the release build of
+``leasehold serve``), three ways:
+
+- ``python async``: ``async with lock.hold(key): pass`` in an asyncio loop;
+- ``python sync``: ``with lock.hold(key): pass`` (blocking calls, GIL released);
+- ``rust``: ``Lock::begin`` + ``Holding::end`` in a Rust loop on the same
+  store and runtime (the native module's benchmark hook), no Python inside.
+
+Usage: python bench_hold.py [--cycles N] [--rounds R] [--server PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import leasehold
+
+KEY = "bench-key"
+
+
+@contextmanager
+def server(binary: str) -> Iterator[str]:
+    """A server store on loopback for the run; its URL."""
+    with tempfile.TemporaryDirectory() as data:
+        proc = subprocess.Popen(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", data, "--log", "warn"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline().strip()
+            if not line.startswith("listening on "):
+                raise SystemExit(f"the server did not start: {line!r}")
+            yield "leasehold://" + line.removeprefix("listening on ")
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+
+
+async def python_async(lock: leasehold.Lock, cycles: int) -> float:
+    start = time.perf_counter()
+    for _ in range(cycles):
+        async with lock.hold(KEY):
+            pass
+    return time.perf_counter() - start
+
+
+def python_sync(lock: leasehold.Lock, cycles: int) -> float:
+    start = time.perf_counter()
+    for _ in range(cycles):
+        with lock.hold(KEY):
+            pass
+    return time.perf_counter() - start
+
+
+def rust(lock: leasehold.Lock, cycles: int) -> float:
+    return lock._native.rust_hold_cycles(KEY, cycles)
+
+
+def best_of(rounds: int, cycles: int, run: Callable[[int], float]) -> float:
+    """The median over ``rounds`` of the time per cycle, in microseconds."""
+    run(max(cycles // 10, 10))
+    return statistics.median(run(cycles) / cycles * 1e6 for _ in range(rounds))
+
+
+def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[str, float]:
+    loop = asyncio.new_event_loop()
+    try:
+        got = {
+            "python async": best_of(
+                rounds, cycles, lambda n: loop.run_until_complete(python_async(lock, n))
+            ),
+            "python sync": best_of(rounds, cycles, lambda n: python_sync(lock, n)),
+            "rust": best_of(rounds, cycles, lambda n: rust(lock, n)),
+        }
+    finally:
+        loop.close()
+    for way in ("python async", "python sync"):
+        print(
+            f"{name:<8} {way:<13} {got[way]:8.1f} µs/cycle   "
+            f"rust {got['rust']:8.1f} µs/cycle   ratio {got[way] / got['rust']:.2f}x"
+        )
+    return got
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    target = os.environ.get("CARGO_TARGET_DIR", "target")
+    parser.add_argument("--server", default=os.path.join(target, "release", "leasehold"))
+    args = parser.parse_args()
+
+    print(f"hold cycle, one key, uncontended: median of {args.rounds} rounds of {args.cycles}")
+    measure("memory", leasehold.memory().lock("bench"), args.cycles, args.rounds)
+    with server(args.server) as url:
+        store = leasehold.connect_blocking(url)
+        measure("server", store.lock("bench"), args.cycles, args.rounds)
+        store.close_blocking()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Leasehold: leases and fenced locks for asyncio, over one Rust core.
+
+::
+
+    import leasehold
+
+    store = await leasehold.connect("leasehold://127.0.0.1:7450")
+    summaries = store.lock("summaries", ttl="30s")
+    async with summaries.hold("chat-1") as lease:   # a lost lease cancels the block
+        await save_summary("chat-1", lease.fence)   # fence: int
+
+Every failure raises a subclass of :class:`LeaseholdError` with its ``code``.
+"""
+
+from __future__ import annotations
+
+from ._hold import Hold, TryHold
+from ._native import Lease, ManualLease, __version__
+from ._store import Lock, Store, connect, connect_blocking, memory
+from ._types import Duration, Pem
+from .errors import (
+    Cancelled,
+    Closed,
+    EmptyName,
+    Internal,
+    InvalidArgument,
+    InvalidTtl,
+    LeaseholdError,
+    LeaseLost,
+    NamespaceMismatch,
+    PermissionDenied,
+    Protocol,
+    Timeout,
+    Unauthenticated,
+    Unavailable,
+    WaitTimeout,
+)
+
+__all__ = [
+    "Cancelled",
+    "Closed",
+    "Duration",
+    "EmptyName",
+    "Hold",
+    "Internal",
+    "InvalidArgument",
+    "InvalidTtl",
+    "Lease",
+    "LeaseLost",
+    "LeaseholdError",
+    "Lock",
+    "ManualLease",
+    "NamespaceMismatch",
+    "Pem",
+    "PermissionDenied",
+    "Protocol",
+    "Store",
+    "Timeout",
+    "TryHold",
+    "Unauthenticated",
+    "Unavailable",
+    "WaitTimeout",
+    "__version__",
+    "connect",
+    "connect_blocking",
+    "memory",
+]

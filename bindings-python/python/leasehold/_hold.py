@@ -1,0 +1,186 @@
+"""``lock.hold(key)`` and ``lock.try_hold(key)``: a key held while a block runs.
+
+Both are context managers for ``async with`` and, for code without an event
+loop, for ``with``. Waiting, renewal, deadlines and loss are the core's; this
+module turns them into Python's ways:
+
+- A lost lease cancels the task running the ``async with`` block at its next
+  await, and the block then raises :class:`~leasehold.LeaseLost`, the way
+  ``asyncio.timeout`` turns its own cancellation into ``TimeoutError``
+  (LOCK-09). A cancellation from outside stays ``CancelledError``.
+- Once the block ends, the hold raises ``LeaseLost`` if the lease was lost at
+  any point, even if the block succeeded; the block's own exception is the
+  ``LeaseLost``'s ``__cause__`` (LOCK-10).
+- The key is released on every exit path; the release runs in the core on its
+  own, so a cancellation cannot stop it (LOCK-11).
+- Cancelling a task waiting in line leaves the line (LOCK-18).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+from . import _native
+from ._types import Duration
+from .errors import InvalidArgument, LeaseLost
+
+__all__ = ["Hold", "TryHold"]
+
+#: The message of the cancellation a lost lease sends to the holding task.
+LOST_MESSAGE = "leasehold: the lease was lost"
+
+
+def _refuse_in_event_loop(what: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise InvalidArgument(f"`with {what}` would block the event loop; use `async with`")
+
+
+class _Held:
+    """What both context managers share: the holding and the loss watch."""
+
+    __slots__ = ("_cancelling", "_entered", "_exiting", "_holding", "_lost_cancel", "_task")
+
+    def __init__(self) -> None:
+        self._holding: _native.Holding | None = None
+        self._task: asyncio.Task[object] | None = None
+        self._cancelling = 0
+        self._lost_cancel = False
+        self._exiting = False
+        self._entered = False
+
+    def _enter_once(self) -> None:
+        if self._entered:
+            raise InvalidArgument("a hold() or try_hold() is entered once; call it again")
+        self._entered = True
+
+    def _current_task(self) -> asyncio.Task[object]:
+        task = asyncio.current_task()
+        if task is None:
+            raise InvalidArgument("`async with lock.hold(...)` runs inside an asyncio task")
+        return task
+
+    def _held(self, holding: _native.Holding, task: asyncio.Task[object]) -> _native.Lease:
+        self._holding = holding
+        self._task = task
+        self._cancelling = task.cancelling()
+        holding.watch_loss(self._on_lost)
+        return holding.lease
+
+    def _on_lost(self, _lost: bool) -> None:
+        # On the event loop's thread, once, if the lease is lost while held.
+        task = self._task
+        if task is not None and not self._exiting and not task.done():
+            self._lost_cancel = True
+            task.cancel(LOST_MESSAGE)
+
+    async def _end(self, exc_type: type[BaseException] | None, exc: BaseException | None) -> None:
+        holding = self._holding
+        if holding is None:
+            return
+        self._exiting = True
+        ours = False
+        if self._lost_cancel and self._task is not None:
+            # Like asyncio.timeout: the cancellation was ours if no other is pending.
+            ours = self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError
+        try:
+            await holding.end()
+        except LeaseLost as lost:
+            if exc_type is asyncio.CancelledError and not ours:
+                return
+            raise lost from exc
+
+    def _end_blocking(self, exc: BaseException | None) -> None:
+        holding = self._holding
+        if holding is None:
+            return
+        try:
+            holding.end_blocking()
+        except LeaseLost as lost:
+            raise lost from exc
+
+
+class Hold(_Held):
+    """``lock.hold(key, wait=...)``: waits in line for the key, holds it while
+    the block runs, and gives the block its :class:`~leasehold.Lease`."""
+
+    __slots__ = ("_key", "_lock", "_wait")
+
+    def __init__(self, lock: _native.Lock, key: str, wait: Duration | None) -> None:
+        super().__init__()
+        self._lock = lock
+        self._key = key
+        self._wait = wait
+
+    async def __aenter__(self) -> _native.Lease:
+        self._enter_once()
+        task = self._current_task()
+        holding = await self._lock.begin(self._key, self._wait)
+        return self._held(holding, task)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._end(exc_type, exc)
+
+    def __enter__(self) -> _native.Lease:
+        self._enter_once()
+        _refuse_in_event_loop("lock.hold(...)")
+        self._holding = self._lock.begin_blocking(self._key, self._wait)
+        return self._holding.lease
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._end_blocking(exc)
+
+
+class TryHold(_Held):
+    """``lock.try_hold(key)``: holds the key if it is free now, never waiting
+    (LOCK-17); the block gets ``None`` when the key is held."""
+
+    __slots__ = ("_key", "_lock")
+
+    def __init__(self, lock: _native.Lock, key: str) -> None:
+        super().__init__()
+        self._lock = lock
+        self._key = key
+
+    async def __aenter__(self) -> _native.Lease | None:
+        self._enter_once()
+        task = self._current_task()
+        holding = await self._lock.try_begin(self._key)
+        if holding is None:
+            return None
+        return self._held(holding, task)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._end(exc_type, exc)
+
+    def __enter__(self) -> _native.Lease | None:
+        self._enter_once()
+        _refuse_in_event_loop("lock.try_hold(...)")
+        self._holding = self._lock.try_begin_blocking(self._key)
+        return None if self._holding is None else self._holding.lease
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._end_blocking(exc)

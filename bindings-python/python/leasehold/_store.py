@@ -1,0 +1,168 @@
+"""Stores and locks: where leases come from."""
+
+from __future__ import annotations
+
+import os
+from types import TracebackType
+
+from . import _native
+from ._hold import Hold, TryHold
+from ._types import Duration, Pem
+from .errors import InvalidArgument
+
+__all__ = ["Lock", "Store", "connect", "connect_blocking", "memory"]
+
+
+class Lock:
+    """A named family of keys with its options (``store.lock(name, ...)``).
+
+    ``async with lock.hold(key) as lease:`` holds a key while a block runs;
+    ``async with lock.try_hold(key) as lease:`` only if it is free (``lease``
+    is ``None`` when it is held). Both also work with ``with`` in code without
+    an event loop.
+    """
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Lock) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The lock's name."""
+        return self._native.name
+
+    @property
+    def ttl(self) -> float:
+        """The ttl of its leases, in seconds."""
+        return self._native.ttl
+
+    @property
+    def max_hold(self) -> float | None:
+        """Seconds after its grant at which the store revokes a lease, if set."""
+        return self._native.max_hold
+
+    @property
+    def wait(self) -> float | None:
+        """The longest time in seconds a hold waits in line, if set."""
+        return self._native.wait
+
+    @property
+    def margin(self) -> float:
+        """Seconds before the store's expiry at which the holder declares its lease lost."""
+        return self._native.margin
+
+    def hold(self, key: str, *, wait: Duration | None = None) -> Hold:
+        """Waits in line for ``key`` (at most ``wait``, else the lock's own
+        bound; past it, ``WaitTimeout``) and holds it while the block runs."""
+        return Hold(self._native, key, wait)
+
+    def try_hold(self, key: str) -> TryHold:
+        """Holds ``key`` while the block runs if it is free now; never waits."""
+        return TryHold(self._native, key)
+
+    def __repr__(self) -> str:
+        return f"Lock(name={self.name!r}, ttl={self.ttl})"
+
+
+class Store:
+    """A store of leases: the embedded one (:func:`memory`) or the server
+    store (:func:`connect`). ``async with`` / ``with`` closes it at the end."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.Store) -> None:
+        self._native = native
+
+    @property
+    def kind(self) -> str:
+        """``"memory"`` or ``"server"``."""
+        return self._native.kind
+
+    def lock(
+        self,
+        name: str,
+        *,
+        ttl: Duration | None = None,
+        max_hold: Duration | None = None,
+        wait: Duration | None = None,
+        margin: Duration | None = None,
+    ) -> Lock:
+        """Opens the lock ``name``. ``ttl``: 1 s to 1 h, 10 s by default;
+        ``max_hold``: at least ``ttl``; ``wait``: a bound on time in line;
+        ``margin``: below half the ttl, a tenth of it by default (LOCK-13).
+        Bad options raise at once; nothing is sent to the store."""
+        return Lock(self._native.lock(name, ttl, max_hold, wait, margin))
+
+    async def try_acquire(self, name: str, ttl: Duration) -> _native.ManualLease | None:
+        """The manual lease ``name`` if it is free now, else ``None`` (MANUAL-01)."""
+        return await self._native.try_acquire(name, ttl)
+
+    async def acquire(
+        self, name: str, ttl: Duration, *, wait: Duration | None = None
+    ) -> _native.ManualLease:
+        """Waits for the manual lease ``name``, at most ``wait`` (MANUAL-02);
+        its ``ttl`` starts at the grant."""
+        return await self._native.acquire(name, ttl, wait)
+
+    async def close(self) -> None:
+        """Closes the store: its leases end, waiting calls fail ``Closed``."""
+        await self._native.close()
+
+    def close_blocking(self) -> None:
+        """:meth:`close` for code without an event loop."""
+        self._native.close_blocking()
+
+    async def __aenter__(self) -> Store:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close_blocking()
+
+    def __repr__(self) -> str:
+        return f"Store(kind={self.kind!r})"
+
+
+def memory() -> Store:
+    """The embedded store, in this process: holders need no renewal (LOCK-19)."""
+    return Store(_native.memory())
+
+
+def _pem(tls: Pem | None) -> bytes | None:
+    if tls is None or isinstance(tls, bytes):
+        return tls
+    if isinstance(tls, str | os.PathLike):
+        try:
+            with open(tls, "rb") as f:
+                return f.read()
+        except OSError as e:
+            raise InvalidArgument(f"cannot read the certificates {tls!r}: {e}") from e
+    raise InvalidArgument(f"tls must be PEM bytes or a path, not {type(tls).__name__}")
+
+
+async def connect(url: str, *, token: str | None = None, tls: Pem | None = None) -> Store:
+    """Connects to the server store at ``url`` (``leasehold://host:port``, or
+    ``leaseholds://host:port`` with ``tls``, the certificates to trust).
+    ``token`` admits the connection to read or to write (LOCK-14)."""
+    return Store(await _native.connect(url, token, _pem(tls)))
+
+
+def connect_blocking(url: str, *, token: str | None = None, tls: Pem | None = None) -> Store:
+    """:func:`connect` for code without an event loop."""
+    return Store(_native.connect_blocking(url, token, _pem(tls)))

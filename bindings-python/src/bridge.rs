@@ -1,0 +1,414 @@
+//! Core futures awaited from asyncio, polled on the event loop's own thread.
+//!
+//! A call polls its core future at once. Done (the embedded store mostly
+//! is), the caller gets a finished asyncio future and nothing crosses a
+//! thread. Not done, the future is kept by the event loop's [`LoopDriver`]:
+//! its waker queues it and writes a byte to a socket the loop watches
+//! (`loop.add_reader`), and the loop polls it again on its own thread. So a
+//! core future wakes Python with one write, like a Rust task wakes its
+//! executor, and no runtime thread ever waits for the GIL.
+//!
+//! Cancelling the awaiting Python task drops the core future (a hold waiting
+//! in line leaves it, LOCK-18), except for work that must finish once begun
+//! (a release, a close): that moves to the runtime and runs to its end (LOCK-11).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+
+use leasehold::ErrorKind;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::IntoPyObjectExt;
+
+use crate::errors;
+use crate::runtime;
+
+/// A core future's answer, made into a Python object on the loop's thread.
+type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
+
+/// A core future as the driver keeps it.
+type Work = Pin<Box<dyn Future<Output = Convert> + Send>>;
+
+/// What the driver does with a finished future's answer.
+enum Then {
+    /// Sets it as the result of this asyncio future (unless it was cancelled).
+    Resolve(Py<PyAny>),
+    /// Calls this with it.
+    Call(Py<PyAny>),
+}
+
+struct Task {
+    work: Work,
+    waker: Waker,
+    then: Then,
+    /// Moved to the runtime rather than dropped when nobody waits for it.
+    shielded: bool,
+}
+
+/// What the wakers share with the driver: the queue of woken tasks and the
+/// socket that wakes the loop.
+struct Shared {
+    woken: Mutex<Vec<u64>>,
+    signalled: AtomicBool,
+    writer: UnixStream,
+}
+
+impl Shared {
+    fn wake(&self, id: u64) {
+        self.woken
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(id);
+        if !self.signalled.swap(true, Ordering::AcqRel) {
+            // Full means a wake-up is pending already.
+            let _ = (&self.writer).write(&[1]);
+        }
+    }
+}
+
+struct TaskWaker {
+    id: u64,
+    shared: Arc<Shared>,
+}
+
+impl Wake for TaskWaker {
+    fn wake(self: Arc<Self>) {
+        self.shared.wake(self.id);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.shared.wake(self.id);
+    }
+}
+
+/// The core futures one event loop waits for, polled on its thread.
+#[pyclass(module = "leasehold._native", name = "LoopDriver", frozen)]
+pub struct LoopDriver {
+    shared: Arc<Shared>,
+    reader: UnixStream,
+    tasks: Mutex<HashMap<u64, Task>>,
+    next_id: AtomicU64,
+}
+
+#[pymethods]
+impl LoopDriver {
+    /// Called by the loop when the socket is readable: polls the woken tasks.
+    fn run_woken(&self, py: Python<'_>) {
+        self.shared.signalled.store(false, Ordering::Release);
+        // Each signal writes one byte; a full read means more may be queued.
+        let mut sink = [0u8; 64];
+        while matches!((&self.reader).read(&mut sink), Ok(n) if n == sink.len()) {}
+        let woken =
+            std::mem::take(&mut *self.shared.woken.lock().unwrap_or_else(|p| p.into_inner()));
+        for id in woken {
+            self.poll(py, id);
+        }
+    }
+}
+
+impl LoopDriver {
+    fn new() -> std::io::Result<LoopDriver> {
+        let (reader, writer) = UnixStream::pair()?;
+        reader.set_nonblocking(true)?;
+        writer.set_nonblocking(true)?;
+        Ok(LoopDriver {
+            shared: Arc::new(Shared {
+                woken: Mutex::new(Vec::new()),
+                signalled: AtomicBool::new(false),
+                writer,
+            }),
+            reader,
+            tasks: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    fn tasks(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Task>> {
+        self.tasks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A new task's id and the waker that queues it.
+    fn waker(&self) -> (u64, Waker) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let waker = Waker::from(Arc::new(TaskWaker {
+            id,
+            shared: self.shared.clone(),
+        }));
+        (id, waker)
+    }
+
+    /// Keeps a task that was polled with its waker and is not done. A wake
+    /// that came meanwhile finds it: only this thread polls woken tasks.
+    fn keep(&self, id: u64, task: Task) {
+        self.tasks().insert(id, task);
+    }
+
+    fn poll(&self, py: Python<'_>, id: u64) {
+        let task = self.tasks().remove(&id);
+        let Some(mut task) = task else {
+            return;
+        };
+        let polled = {
+            let _context = runtime::handle().enter();
+            task.work
+                .as_mut()
+                .poll(&mut Context::from_waker(&task.waker))
+        };
+        match polled {
+            Poll::Ready(convert) => finish(py, task.then, convert),
+            Poll::Pending => self.keep(id, task),
+        }
+    }
+
+    /// Stops keeping the task `id`: drops it, or moves it to the runtime if shielded.
+    pub fn forget(&self, id: u64) {
+        // Taken out first: dropping it may run Python code that calls back here.
+        let task = self.tasks().remove(&id);
+        if let Some(task) = task {
+            release(task);
+        }
+    }
+}
+
+impl Drop for LoopDriver {
+    fn drop(&mut self) {
+        let tasks: Vec<Task> = self.tasks().drain().map(|(_, t)| t).collect();
+        tasks.into_iter().for_each(release);
+    }
+}
+
+/// Lets go of a task nobody waits for; shielded work runs on to its end.
+fn release(task: Task) {
+    if task.shielded {
+        let work = task.work;
+        runtime::handle().spawn(async move {
+            drop(work.await);
+        });
+    }
+}
+
+fn finish(py: Python<'_>, then: Then, convert: Convert) {
+    match then {
+        Then::Resolve(future) => {
+            let future = future.bind(py);
+            if future
+                .call_method0(pyo3::intern!(py, "cancelled"))
+                .and_then(|c| c.is_truthy())
+                .unwrap_or(true)
+            {
+                // Nobody waits: the answer (a Holding, a lease) is dropped and let go.
+                return;
+            }
+            let _ = settle(py, future, convert(py));
+        }
+        Then::Call(callback) => {
+            if let Ok(value) = convert(py) {
+                if let Err(e) = callback.call1(py, (value,)) {
+                    e.write_unraisable(py, None);
+                }
+            }
+        }
+    }
+}
+
+fn settle<'py>(
+    py: Python<'py>,
+    future: &Bound<'py, PyAny>,
+    answer: PyResult<Bound<'py, PyAny>>,
+) -> PyResult<()> {
+    match answer {
+        Ok(value) => future.call_method1(pyo3::intern!(py, "set_result"), (value,))?,
+        Err(e) => future.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),))?,
+    };
+    Ok(())
+}
+
+/// Drops the task of an asyncio future that was cancelled.
+#[pyclass(module = "leasehold._native", name = "OnCancel", frozen)]
+struct OnCancel {
+    driver: Py<LoopDriver>,
+    id: u64,
+}
+
+#[pymethods]
+impl OnCancel {
+    fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        if future
+            .call_method0(pyo3::intern!(future.py(), "cancelled"))?
+            .is_truthy()?
+        {
+            self.driver.get().forget(self.id);
+        }
+        Ok(())
+    }
+}
+
+/// The driver of each thread's running loop.
+struct Current {
+    event_loop: Py<PyAny>,
+    driver: Py<LoopDriver>,
+    pid: u32,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+}
+
+fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    GET_RUNNING_LOOP
+        .import(py, "asyncio", "get_running_loop")?
+        .call0()
+        .map_err(|_| {
+            errors::error(
+                py,
+                ErrorKind::InvalidArgument,
+                "this call is awaited from a running asyncio event loop",
+            )
+        })
+}
+
+/// The running loop and its driver, made (and watched by the loop) on first use.
+fn current(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Py<LoopDriver>)> {
+    let event_loop = running_loop(py)?;
+    let pid = std::process::id();
+    let known = CURRENT.with_borrow(|c| {
+        c.as_ref()
+            .filter(|c| c.pid == pid && c.event_loop.bind(py).is(&event_loop))
+            .map(|c| c.driver.clone_ref(py))
+    });
+    if let Some(driver) = known {
+        return Ok((event_loop, driver));
+    }
+    let made = LoopDriver::new().map_err(|e| {
+        errors::error(
+            py,
+            ErrorKind::Internal,
+            format!("cannot make the loop's wake-up socket: {e}"),
+        )
+    })?;
+    let fd = made.reader.as_raw_fd();
+    let driver = Py::new(py, made)?;
+    event_loop.call_method1(
+        pyo3::intern!(py, "add_reader"),
+        (fd, driver.bind(py).getattr(pyo3::intern!(py, "run_woken"))?),
+    )?;
+    CURRENT.with_borrow_mut(|c| {
+        *c = Some(Current {
+            event_loop: event_loop.clone().unbind(),
+            driver: driver.clone_ref(py),
+            pid,
+        })
+    });
+    Ok((event_loop, driver))
+}
+
+fn converted<T>(out: leasehold::Result<T>) -> Convert
+where
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    Box::new(move |py| match out {
+        Ok(value) => value.into_bound_py_any(py),
+        Err(e) => Err(errors::to_py(py, e)),
+    })
+}
+
+/// Polls `work` once, in the runtime's context, with `waker`.
+fn poll_now<F: Future + ?Sized>(work: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
+    let _context = runtime::handle().enter();
+    work.poll(&mut Context::from_waker(waker))
+}
+
+/// An asyncio awaitable of the core future `fut` (see the module's doc).
+pub fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = leasehold::Result<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    bridge(py, fut, false)
+}
+
+/// [`awaitable`] for work that must finish once begun (a release, a close):
+/// cancelling the awaiting task moves it to the runtime, where it runs on (LOCK-11).
+pub fn shielded<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = leasehold::Result<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    bridge(py, fut, true)
+}
+
+fn bridge<'py, F, T>(py: Python<'py>, fut: F, shielded: bool) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = leasehold::Result<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let (event_loop, driver) = current(py)?;
+    let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
+    let (id, waker) = driver.get().waker();
+    let mut work: Work = Box::pin(async move { converted(fut.await) });
+    if let Poll::Ready(convert) = poll_now(work.as_mut(), &waker) {
+        settle(py, &future, convert(py))?;
+        return Ok(future);
+    }
+    let task = Task {
+        work,
+        waker,
+        then: Then::Resolve(future.clone().unbind()),
+        shielded,
+    };
+    driver.get().keep(id, task);
+    future.call_method1(
+        pyo3::intern!(py, "add_done_callback"),
+        (OnCancel { driver, id },),
+    )?;
+    Ok(future)
+}
+
+/// A watch kept by the running loop: calls `callback(value)` on the loop's
+/// thread when `fut` completes, unless [`Watch::stop`] came first.
+pub fn watch<F, T>(py: Python<'_>, fut: F, callback: Py<PyAny>) -> PyResult<Watch>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
+    let (_, driver) = current(py)?;
+    let (id, waker) = driver.get().waker();
+    let mut work: Work = Box::pin(async move { converted(Ok(fut.await)) });
+    if let Poll::Ready(convert) = poll_now(work.as_mut(), &waker) {
+        finish(py, Then::Call(callback), convert);
+        return Ok(Watch { task: None });
+    }
+    let task = Task {
+        work,
+        waker,
+        then: Then::Call(callback),
+        shielded: false,
+    };
+    driver.get().keep(id, task);
+    Ok(Watch {
+        task: Some((driver, id)),
+    })
+}
+
+/// A watch of [`watch`].
+pub struct Watch {
+    task: Option<(Py<LoopDriver>, u64)>,
+}
+
+impl Watch {
+    /// Stops the watch: its future is dropped, its callback never called.
+    pub fn stop(self) {
+        if let Some((driver, id)) = self.task {
+            driver.get().forget(id);
+        }
+    }
+}

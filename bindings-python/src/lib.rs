@@ -1,0 +1,38 @@
+//! `leasehold._native`: the private native module of the Python package
+//! `leasehold`. It translates only: Python arguments into the core's types,
+//! core futures into asyncio awaitables (polled on the event loop's thread), core errors into the package's
+//! exceptions. Waiting, renewal, deadlines, loss and release are the core's.
+
+mod bridge;
+mod convert;
+mod errors;
+mod holding;
+mod lease;
+mod lock;
+mod manual;
+mod runtime;
+mod store;
+mod testing;
+
+use pyo3::prelude::*;
+
+/// The module `leasehold._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<store::PyStore>()?;
+    m.add_class::<lock::PyLock>()?;
+    m.add_class::<holding::PyHolding>()?;
+    m.add_class::<lease::PyLease>()?;
+    m.add_class::<manual::PyManualLease>()?;
+    m.add_class::<testing::PyVirtualClock>()?;
+    m.add_class::<bridge::LoopDriver>()?;
+    m.add_function(wrap_pyfunction!(store::memory, m)?)?;
+    m.add_function(wrap_pyfunction!(store::connect, m)?)?;
+    m.add_function(wrap_pyfunction!(store::connect_blocking, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::memory_with, m)?)?;
+    m.add_function(wrap_pyfunction!(testing::parse_duration, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_codes, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_for_code, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! `Lock`: a named family of keys with its options; `begin` holds a key.
+
+use std::time::{Duration, Instant};
+
+use leasehold::{HoldOptions, Lock};
+use pyo3::prelude::*;
+
+use crate::bridge;
+use crate::convert;
+use crate::holding::PyHolding;
+use crate::runtime;
+
+/// A lock of a store, its options checked. The package's `Lock` wraps it.
+#[pyclass(module = "leasehold._native", name = "Lock", frozen)]
+pub struct PyLock {
+    lock: Lock,
+}
+
+impl PyLock {
+    pub fn new(lock: Lock) -> PyLock {
+        PyLock { lock }
+    }
+}
+
+fn hold_options(wait: Option<&Bound<'_, PyAny>>) -> PyResult<HoldOptions> {
+    Ok(HoldOptions {
+        wait: convert::optional_duration(wait, "wait")?,
+        cancel: None,
+    })
+}
+
+#[pymethods]
+impl PyLock {
+    /// The lock's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    /// The ttl of its leases, in seconds.
+    #[getter]
+    fn ttl(&self) -> f64 {
+        convert::seconds(self.lock.ttl())
+    }
+
+    /// Its max_hold in seconds, if set.
+    #[getter]
+    fn max_hold(&self) -> Option<f64> {
+        self.lock.max_hold().map(convert::seconds)
+    }
+
+    /// Its bound on waiting in line in seconds, if set.
+    #[getter]
+    fn wait(&self) -> Option<f64> {
+        self.lock.wait().map(convert::seconds)
+    }
+
+    /// The holder's margin before the store's expiry, in seconds.
+    #[getter]
+    fn margin(&self) -> f64 {
+        convert::seconds(self.lock.margin())
+    }
+
+    /// Waits in line for `key` (at most `wait`, else the lock's) and holds
+    /// it: an awaitable of a `Holding`. Cancelling the awaiting task leaves
+    /// the line (LOCK-18).
+    #[pyo3(signature = (key, wait=None))]
+    fn begin<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+        wait: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = convert::name(key, "key")?;
+        let options = hold_options(wait)?;
+        let lock = self.lock.clone();
+        bridge::awaitable(py, async move {
+            lock.begin(&key, &options).await.map(PyHolding::new)
+        })
+    }
+
+    /// Holds `key` if it is free, without waiting (LOCK-17): an awaitable
+    /// of a `Holding`, or of `None` when the key is held.
+    fn try_begin<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = convert::name(key, "key")?;
+        let lock = self.lock.clone();
+        bridge::awaitable(py, async move {
+            lock.try_begin(&key).await.map(|h| h.map(PyHolding::new))
+        })
+    }
+
+    /// [`PyLock::begin`] for code without an event loop: waits without the
+    /// GIL; Ctrl-C leaves the line.
+    #[pyo3(signature = (key, wait=None))]
+    fn begin_blocking(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyHolding> {
+        let key = convert::name(key, "key")?;
+        let options = hold_options(wait)?;
+        runtime::wait_core(py, self.lock.begin(&key, &options)).map(PyHolding::new)
+    }
+
+    /// [`PyLock::try_begin`] for code without an event loop.
+    fn try_begin_blocking(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyHolding>> {
+        let key = convert::name(key, "key")?;
+        runtime::wait_core(py, self.lock.try_begin(&key)).map(|h| h.map(PyHolding::new))
+    }
+
+    /// Benchmark hook: `cycles` holds of `key` begun and ended in Rust,
+    /// with no Python in the loop; the seconds they took.
+    fn rust_hold_cycles(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        cycles: u32,
+    ) -> PyResult<f64> {
+        let key = convert::name(key, "key")?;
+        let lock = self.lock.clone();
+        let took = runtime::wait_core(py, async move {
+            let start = Instant::now();
+            for _ in 0..cycles {
+                lock.begin(&key, &HoldOptions::default())
+                    .await?
+                    .end()
+                    .await?;
+            }
+            Ok::<Duration, leasehold::Error>(start.elapsed())
+        })?;
+        Ok(took.as_secs_f64())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Lock(name={:?}, ttl={:?})",
+            self.lock.name(),
+            self.lock.ttl()
+        )
+    }
+}

@@ -1,0 +1,60 @@
+//! `ManualLease`: a lease its holder extends and releases itself (seed 003).
+
+use leasehold::ManualLease;
+use pyo3::prelude::*;
+
+use crate::bridge;
+use crate::convert;
+
+/// A manual lease: no background renewal; `extend` sets the expiry to now
+/// plus the given duration, `release` lets it go. Safe to use from several
+/// tasks at once (MANUAL-06).
+#[pyclass(module = "leasehold._native", name = "ManualLease", frozen)]
+pub struct PyManualLease {
+    lease: ManualLease,
+}
+
+impl PyManualLease {
+    pub fn new(lease: ManualLease) -> PyManualLease {
+        PyManualLease { lease }
+    }
+}
+
+#[pymethods]
+impl PyManualLease {
+    /// The lease's name.
+    #[getter]
+    fn name(&self) -> &str {
+        self.lease.name()
+    }
+
+    /// The fence, with LOCK-02's guarantee (MANUAL-07).
+    #[getter]
+    fn fence(&self) -> u64 {
+        self.lease.fence()
+    }
+
+    /// Sets the expiry to now + `by` (MANUAL-03): an awaitable that fails
+    /// `LeaseLost` on a lost or released lease, `InvalidTtl` for `by`
+    /// outside 1 s to 1 h.
+    fn extend<'py>(&self, py: Python<'py>, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let by = convert::duration(by, "the extension")?;
+        let lease = self.lease.clone();
+        bridge::awaitable(py, async move { lease.extend(by).await })
+    }
+
+    /// Releases the lease if it still owns its name (MANUAL-04); after a
+    /// confirmed release or loss, later calls do nothing.
+    fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let lease = self.lease.clone();
+        bridge::awaitable(py, async move { lease.release().await })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ManualLease(name={:?}, fence={})",
+            self.lease.name(),
+            self.lease.fence()
+        )
+    }
+}

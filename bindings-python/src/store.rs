@@ -1,0 +1,194 @@
+//! `Store`: the embedded store or a connection to the server store.
+
+use leasehold::remote::ConnectOptions;
+use leasehold::{HoldOptions, Store};
+use pyo3::prelude::*;
+
+use crate::bridge;
+use crate::convert;
+use crate::lock::PyLock;
+use crate::manual::PyManualLease;
+use crate::runtime;
+
+/// A store of leases. The package's `Store` wraps it.
+#[pyclass(module = "leasehold._native", name = "Store", frozen)]
+pub struct PyStore {
+    store: Store,
+    kind: &'static str,
+}
+
+impl PyStore {
+    pub fn new(store: Store, kind: &'static str) -> PyStore {
+        PyStore { store, kind }
+    }
+}
+
+#[pymethods]
+impl PyStore {
+    /// `"memory"` (embedded) or `"server"`.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// Opens the lock `name` with its options (LOCK-13); nothing is sent.
+    #[pyo3(signature = (name, ttl=None, max_hold=None, wait=None, margin=None))]
+    fn lock(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        max_hold: Option<&Bound<'_, PyAny>>,
+        wait: Option<&Bound<'_, PyAny>>,
+        margin: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyLock> {
+        let name = convert::name(name, "lock name")?;
+        let mut builder = self.store.lock(&name);
+        if let Some(d) = convert::optional_duration(ttl, "ttl")? {
+            builder = builder.ttl(d);
+        }
+        if let Some(d) = convert::optional_duration(max_hold, "max_hold")? {
+            builder = builder.max_hold(d);
+        }
+        if let Some(d) = convert::optional_duration(wait, "wait")? {
+            builder = builder.wait(d);
+        }
+        if let Some(d) = convert::optional_duration(margin, "margin")? {
+            builder = builder.margin(d);
+        }
+        builder
+            .open()
+            .map(PyLock::new)
+            .map_err(|e| crate::errors::to_py(py, e))
+    }
+
+    /// Takes the manual lease `name` if it is free (MANUAL-01): an
+    /// awaitable of a `ManualLease`, or of `None` when it is held.
+    fn try_acquire<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+        ttl: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let name = convert::name(name, "lease name")?;
+        let ttl = convert::duration(ttl, "ttl")?;
+        let store = self.store.clone();
+        bridge::awaitable(py, async move {
+            store
+                .try_acquire(&name, ttl)
+                .await
+                .map(|l| l.map(PyManualLease::new))
+        })
+    }
+
+    /// Waits for the manual lease `name` (MANUAL-02), at most `wait`:
+    /// an awaitable of a `ManualLease`. Cancelling the awaiting task leaves the line.
+    #[pyo3(signature = (name, ttl, wait=None))]
+    fn acquire<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+        ttl: &Bound<'py, PyAny>,
+        wait: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let name = convert::name(name, "lease name")?;
+        let ttl = convert::duration(ttl, "ttl")?;
+        let options = HoldOptions {
+            wait: convert::optional_duration(wait, "wait")?,
+            cancel: None,
+        };
+        let store = self.store.clone();
+        bridge::awaitable(py, async move {
+            store
+                .acquire(&name, ttl, &options)
+                .await
+                .map(PyManualLease::new)
+        })
+    }
+
+    /// Closes the store: its leases end, waiting calls fail `Closed`.
+    /// The close runs on its own: cancelling the awaiting task does not stop it.
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let store = self.store.clone();
+        bridge::shielded(py, async move {
+            store.close().await;
+            Ok(())
+        })
+    }
+
+    /// [`PyStore::close`] for code without an event loop.
+    fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        let store = self.store.clone();
+        let task = runtime::handle().spawn(async move { store.close().await });
+        runtime::wait_core(py, async move { task.await.map_err(runtime::lost_task) })
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Store(kind={:?})", self.kind)
+    }
+}
+
+/// The embedded store, in this process (LOCK-19).
+#[pyfunction]
+pub fn memory() -> PyStore {
+    PyStore::new(Store::memory(), "memory")
+}
+
+fn connect_options(
+    token: Option<&Bound<'_, PyAny>>,
+    ca_pem: Option<&Bound<'_, PyAny>>,
+) -> PyResult<ConnectOptions> {
+    let token = token
+        .filter(|t| !t.is_none())
+        .map(|t| convert::name(t, "token"))
+        .transpose()?;
+    let ca_pem = ca_pem
+        .filter(|p| !p.is_none())
+        .map(|p| convert::bytes(p, "ca_pem"))
+        .transpose()?;
+    Ok(ConnectOptions {
+        token,
+        ca_pem,
+        ..ConnectOptions::default()
+    })
+}
+
+/// Connects to the server store at `url` (`leasehold://host:port`, or
+/// `leaseholds://` with `ca_pem`, the certificates to trust): an awaitable
+/// of a `Store`.
+#[pyfunction]
+#[pyo3(signature = (url, token=None, ca_pem=None))]
+pub fn connect<'py>(
+    py: Python<'py>,
+    url: &Bound<'py, PyAny>,
+    token: Option<&Bound<'py, PyAny>>,
+    ca_pem: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let url = convert::name(url, "store URL")?;
+    let options = connect_options(token, ca_pem)?;
+    bridge::awaitable(py, async move {
+        Store::connect(&url, options)
+            .await
+            .map(|s| PyStore::new(s, "server"))
+    })
+}
+
+/// [`connect`] for code without an event loop.
+#[pyfunction]
+#[pyo3(signature = (url, token=None, ca_pem=None))]
+pub fn connect_blocking(
+    py: Python<'_>,
+    url: &Bound<'_, PyAny>,
+    token: Option<&Bound<'_, PyAny>>,
+    ca_pem: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyStore> {
+    let url = convert::name(url, "store URL")?;
+    let options = connect_options(token, ca_pem)?;
+    let connected = runtime::handle().spawn(async move { Store::connect(&url, options).await });
+    runtime::wait_core(py, async move {
+        connected
+            .await
+            .unwrap_or_else(|e| Err(runtime::lost_task(e)))
+    })
+    .map(|s| PyStore::new(s, "server"))
+}
