@@ -2,12 +2,13 @@
 
 use std::fmt;
 
-use rand::RngCore;
+use rand::Rng;
 
+/// 128 bits from the thread's cryptographically secure generator (ChaCha,
+/// seeded and periodically reseeded from the operating system), which costs
+/// no system call per id.
 fn random_u128() -> u128 {
-    let mut bytes = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    u128::from_le_bytes(bytes)
+    rand::thread_rng().gen()
 }
 
 macro_rules! id_type {
@@ -17,7 +18,7 @@ macro_rules! id_type {
         pub struct $name(pub u128);
 
         impl $name {
-            /// A fresh id from the operating system's cryptographic random source.
+            /// A fresh id from a cryptographically secure random source.
             pub fn random() -> $name {
                 $name(random_u128())
             }

@@ -40,6 +40,16 @@ impl Deadlines {
         self.heap.peek().map(|Reverse((at, _))| *at)
     }
 
+    /// How many timers are armed, stale ones included.
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Drops every timer `keep` says is stale.
+    pub fn retain(&mut self, mut keep: impl FnMut(Instant, Timer) -> bool) {
+        self.heap.retain(|Reverse((at, timer))| keep(*at, *timer));
+    }
+
     /// Takes the earliest timer if it is due at `now`.
     pub fn pop_due(&mut self, now: Instant) -> Option<(Instant, Timer)> {
         match self.heap.peek() {

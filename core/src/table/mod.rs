@@ -493,7 +493,30 @@ impl LeaseTable {
             .ok_or_else(|| Error::new(ErrorKind::Internal, "lease without holder"))?;
         self.requests.remove(&holder.grant.request_id);
         self.hand_on(&key);
+        self.prune_timers();
         Ok(())
+    }
+
+    /// Drops the timers of leases and requests that are gone once they
+    /// outnumber the live ones, so that short holds with long ttls do not
+    /// grow the heap by rate × ttl. Amortized O(log n) per release.
+    fn prune_timers(&mut self) {
+        let live = self.leases.len() * 2 + self.requests.len();
+        if self.deadlines.len() <= 2 * live + 1024 {
+            return;
+        }
+        let (leases, keys, requests) = (&self.leases, &self.keys, &self.requests);
+        let holder = |id: &LeaseId| {
+            leases
+                .get(id)
+                .and_then(|k| keys.get(k))
+                .and_then(|s| s.holder.as_ref())
+        };
+        self.deadlines.retain(|at, timer| match timer {
+            Timer::Expire(id) => holder(&id).is_some_and(|h| h.armed == Some(at)),
+            Timer::Revoke(id) => holder(&id).is_some_and(|h| h.grant.revoke_at == Some(at)),
+            Timer::Forget(rid) => matches!(requests.get(&rid), Some(RequestState::Ended { forget_at }) if *forget_at == at),
+        });
     }
 
     /// Withdraws a request: out of the line if it waits, released if it was

@@ -321,3 +321,32 @@ fn holders_lists_one_lock_sorted() {
     assert_eq!(keys, ["a", "b"]);
     assert_eq!(t.holders(None).len(), 3);
 }
+
+// Released leases leave no timers behind for long: the heap is pruned.
+#[test]
+fn released_leases_do_not_grow_the_timers() {
+    let mut t = table();
+    for i in 0..10_000 {
+        let g = granted(
+            t.hold(req(&format!("k{}", i % 7), Some(3600)), at(0))
+                .unwrap(),
+        );
+        t.release(g.lease_id, at(0)).unwrap();
+    }
+    assert!(
+        t.deadlines.len() <= 2048,
+        "{} timers left",
+        t.deadlines.len()
+    );
+    let g = granted(t.hold(req("kept", Some(10)), at(0)).unwrap());
+    for _ in 0..5000 {
+        let h = granted(t.hold(req("other", Some(3600)), at(0)).unwrap());
+        t.release(h.lease_id, at(0)).unwrap();
+    }
+    t.advance(at(10));
+    let events = t.drain_events();
+    assert!(
+        matches!(&events[..], [Event::Lost { lease_id, reason: LossReason::Expired, .. }] if *lease_id == g.lease_id),
+        "{events:?}"
+    );
+}
