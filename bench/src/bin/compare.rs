@@ -1,0 +1,871 @@
+//! Leasehold's server store side by side with etcd's and Redis's lock
+//! recipes, on this machine, in one run:
+//!
+//! 1. hold cycles (acquire + release) per second and their p50/p99, with 1
+//!    client and with 16 concurrent clients on distinct keys;
+//! 2. handoff: 16 clients contend for one key; the time from the holder's
+//!    release call to the next holder's grant;
+//! 3. how many leases one client process keeps renewed, and its CPU cost;
+//! 4. the floor: a plain loopback TCP round trip (16-byte ping/pong).
+//!
+//! It starts every server itself (the release `leasehold` binary next to
+//! this one, `etcd`, `redis-server`) on free loopback ports with temporary
+//! data directories, and stops them on exit, error, panic or SIGINT/SIGTERM.
+//! A system whose server cannot be started is skipped, with the reason.
+//!
+//! Run: `make bench-compare` (installs etcd, Redis and protoc when missing,
+//! builds the server, then runs
+//! `cargo run --release -p leasehold-bench --features compare --bin compare`).
+//! Options: `--measure-ms N` (3000: the time counted per workload, split
+//! over the rounds), `--warmup-ms N` (300, before each round), `--rounds N`
+//! (3: every workload runs once per round, all systems interleaved, so
+//! that load from outside falls on all alike), `--renew-ms N` (6000),
+//! `--leases 1000,10000,50000`, `--markdown FILE` (where the
+//! Markdown section goes; `target/bench-compare.md` by default).
+
+#[path = "../compare/procs.rs"]
+mod procs;
+#[path = "../compare/renew.rs"]
+mod renew;
+#[path = "../compare/stats.rs"]
+mod stats;
+#[path = "../compare/systems.rs"]
+mod systems;
+#[path = "../compare/workloads.rs"]
+mod workloads;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use procs::Server;
+use stats::{show, show_rate, Samples};
+use systems::Locker;
+use workloads::{Measured, Window};
+
+/// Concurrent clients in the 16-client workloads.
+const CLIENTS: usize = 16;
+
+/// The diagnostic rows: Leasehold's server driven by a minimal wire client.
+const WIRE: &str = "leasehold server, bare wire client (diagnostic)";
+
+/// The 1, 5 and 15 minute load averages.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+struct Config {
+    window: Window,
+    rounds: u32,
+    renew_span: Duration,
+    leases: Vec<usize>,
+    markdown: PathBuf,
+}
+
+impl Config {
+    fn parse(args: &[String]) -> Result<Config> {
+        let mut c = Config {
+            window: Window {
+                warmup: Duration::from_millis(300),
+                measure: Duration::from_millis(3000),
+            },
+            rounds: 3,
+            renew_span: Duration::from_millis(6000),
+            leases: vec![1_000, 10_000, 50_000],
+            markdown: target_dir().join("bench-compare.md"),
+        };
+        let mut it = args.iter();
+        while let Some(flag) = it.next() {
+            let mut value = || {
+                it.next()
+                    .ok_or_else(|| anyhow!("{flag} needs a value"))
+                    .cloned()
+            };
+            match flag.as_str() {
+                "--measure-ms" => c.window.measure = Duration::from_millis(value()?.parse()?),
+                "--warmup-ms" => c.window.warmup = Duration::from_millis(value()?.parse()?),
+                "--rounds" => c.rounds = value()?.parse()?,
+                "--renew-ms" => c.renew_span = Duration::from_millis(value()?.parse()?),
+                "--leases" => {
+                    c.leases = value()?
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::parse)
+                        .collect::<Result<_, _>>()?
+                }
+                "--markdown" => c.markdown = PathBuf::from(value()?),
+                other => bail!("unknown option {other}"),
+            }
+        }
+        Ok(c)
+    }
+}
+
+/// The cargo target directory this binary was built into (`target/`).
+fn target_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+        .unwrap_or_else(|| PathBuf::from("target"))
+}
+
+/// One line of the results table.
+struct Row {
+    system: String,
+    workload: String,
+    per_sec: Option<f64>,
+    p50: Option<Duration>,
+    p99: Option<Duration>,
+}
+
+impl Row {
+    fn new(system: &str, workload: &str, per_sec: Option<f64>, s: &mut Samples) -> Row {
+        Row {
+            system: system.into(),
+            workload: workload.into(),
+            per_sec,
+            p50: s.p50(),
+            p99: s.p99(),
+        }
+    }
+}
+
+/// The servers that started, and why the others did not.
+struct Servers {
+    leasehold: Option<Server>,
+    etcd: Option<Server>,
+    redis: Option<Server>,
+    skipped: Vec<String>,
+}
+
+async fn start_servers() -> Servers {
+    let mut skipped = Vec::new();
+    let bin = std::env::var_os("LEASEHOLD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| target_dir().join("release").join("leasehold"));
+    let leasehold = if bin.is_file() {
+        procs::start_leasehold(&bin)
+            .map_err(|e| skipped.push(format!("leasehold: {e:#}")))
+            .ok()
+    } else {
+        skipped.push(format!(
+            "leasehold: no server binary at {} (cargo build --release -p leasehold-server)",
+            bin.display()
+        ));
+        None
+    };
+    let etcd = if procs::on_path("etcd") {
+        procs::start_etcd()
+            .await
+            .map_err(|e| skipped.push(format!("etcd: {e:#}")))
+            .ok()
+    } else {
+        skipped.push("etcd: not installed (apt-get install etcd-server)".into());
+        None
+    };
+    let redis = if procs::on_path("redis-server") {
+        procs::start_redis()
+            .await
+            .map_err(|e| skipped.push(format!("redis: {e:#}")))
+            .ok()
+    } else {
+        skipped.push("redis: not installed (apt-get install redis-server)".into());
+        None
+    };
+    Servers {
+        leasehold,
+        etcd,
+        redis,
+        skipped,
+    }
+}
+
+fn keys(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}-{i}")).collect()
+}
+
+/// Everything measured.
+#[derive(Default)]
+struct Results {
+    rows: Vec<Row>,
+    floor_p50: Option<Duration>,
+    /// Grant p50 with 1 client, per system.
+    grant_p50: Vec<(String, Option<Duration>)>,
+    /// Cycles per second with 16 clients: system, setup, value.
+    per_sec_16: Vec<(String, String, f64)>,
+    /// Handoff p50: system, setup, value.
+    handoff: Vec<(String, String, Option<Duration>)>,
+    /// Load averages (/proc/loadavg) before and after the run.
+    load: (String, String),
+    renewed: Vec<(String, String, renew::Renewed)>,
+    problems: Vec<String>,
+}
+
+impl Results {
+    fn failed(&mut self, what: &str, e: anyhow::Error) {
+        eprintln!("  {what} FAILED: {e:#}");
+        self.problems.push(format!("{what}: {e:#}"));
+    }
+
+    /// Turns what a plan measured over all rounds into table rows.
+    fn record(&mut self, plan: &Plan, m: &mut Measured) {
+        let (system, setup) = (plan.system, plan.setup.as_str());
+        match plan.kind {
+            Kind::Floor => {
+                if setup == "1 client" {
+                    self.floor_p50 = m.grant.p50();
+                }
+                let what = format!("round trip (16 B ping/pong), {setup}");
+                self.rows
+                    .push(Row::new(system, &what, Some(m.per_sec()), &mut m.grant));
+            }
+            Kind::Cycle1 => {
+                self.rows.push(Row::new(
+                    system,
+                    "hold cycle, 1 client",
+                    Some(m.per_sec()),
+                    &mut m.main,
+                ));
+                self.rows.push(Row::new(
+                    system,
+                    "grant (acquire call → return), 1 client",
+                    None,
+                    &mut m.grant,
+                ));
+                self.grant_p50.push((system.into(), m.grant.p50()));
+            }
+            Kind::Cycle16 => {
+                let what = format!("hold cycle, {setup}");
+                self.rows
+                    .push(Row::new(system, &what, Some(m.per_sec()), &mut m.main));
+                self.per_sec_16
+                    .push((system.into(), setup.into(), m.per_sec()));
+            }
+            Kind::Handoff => {
+                if m.overlaps > 0 {
+                    self.problems.push(format!(
+                        "{system} ({setup}): {} grants while another client held the key",
+                        m.overlaps
+                    ));
+                }
+                let what = format!("handoff (release → next grant), {setup}");
+                self.rows
+                    .push(Row::new(system, &what, Some(m.per_sec()), &mut m.main));
+                self.handoff
+                    .push((system.into(), setup.into(), m.main.p50()));
+            }
+        }
+    }
+}
+
+/// What a plan measures, which decides its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Floor,
+    Cycle1,
+    Cycle16,
+    Handoff,
+}
+
+/// One timed workload on one system, over clients opened once.
+struct Plan {
+    system: &'static str,
+    setup: String,
+    kind: Kind,
+    run: workloads::Run,
+    measured: Measured,
+    failed: bool,
+}
+
+/// Opens the clients of a plan, or notes why it could not.
+async fn plan<L, Fut>(
+    res: &mut Results,
+    plans: &mut Vec<Plan>,
+    (system, setup, kind): (&'static str, &str, Kind),
+    open: Fut,
+) where
+    L: Locker,
+    Fut: std::future::Future<Output = Result<Vec<L>>>,
+{
+    let clients = match open.await {
+        Ok(c) => c,
+        Err(e) => return res.failed(&format!("{system}, {setup}: opening the clients"), e),
+    };
+    let run = match kind {
+        Kind::Handoff => workloads::handoff_run(clients, "contended"),
+        _ => {
+            let n = clients.len();
+            workloads::cycles_run(clients, keys(&format!("{kind:?}"), n))
+        }
+    };
+    plans.push(Plan {
+        system,
+        setup: setup.into(),
+        kind,
+        run,
+        measured: Measured::default(),
+        failed: false,
+    });
+}
+
+async fn run(config: &Config) -> Result<Results> {
+    let mut res = Results::default();
+    res.load.0 = loadavg();
+
+    eprintln!("starting the servers");
+    let servers = start_servers().await;
+    for s in &servers.skipped {
+        eprintln!("  skipped {s}");
+        res.problems.push(format!("skipped {s}"));
+    }
+    let lh_url = servers
+        .leasehold
+        .as_ref()
+        .map(|s| format!("leasehold://127.0.0.1:{}", s.port));
+    let etcd_url = servers
+        .etcd
+        .as_ref()
+        .map(|s| format!("http://127.0.0.1:{}", s.port));
+    let redis_port = servers.redis.as_ref().map(|s| s.port);
+    let wire_port = servers.leasehold.as_ref().map(|s| s.port);
+    let echo = systems::start_echo()?;
+
+    eprintln!("opening the clients");
+    let mut plans = Vec::new();
+    let p = &mut plans;
+    let r = &mut res;
+    let floor = "loopback TCP";
+    let echo_clients = |n: usize| async move {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.push(systems::EchoClient::connect(echo).await?);
+        }
+        Ok(out)
+    };
+    plan(r, p, (floor, "1 client", Kind::Floor), echo_clients(1)).await;
+    plan(
+        r,
+        p,
+        (floor, "16 clients", Kind::Floor),
+        echo_clients(CLIENTS),
+    )
+    .await;
+    if let Some(url) = &lh_url {
+        let lh = "leasehold";
+        plan(
+            r,
+            p,
+            (lh, "1 client", Kind::Cycle1),
+            systems::leasehold_shared(url, 1),
+        )
+        .await;
+        let (one, own) = ("16 tasks on one Store", "16 Stores (16 connections)");
+        plan(
+            r,
+            p,
+            (lh, one, Kind::Cycle16),
+            systems::leasehold_shared(url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (lh, own, Kind::Cycle16),
+            systems::leasehold_own(url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (lh, one, Kind::Handoff),
+            systems::leasehold_shared(url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (lh, own, Kind::Handoff),
+            systems::leasehold_own(url, CLIENTS),
+        )
+        .await;
+    }
+    if let Some(port) = wire_port {
+        let all = "16 connections";
+        plan(
+            r,
+            p,
+            (WIRE, "1 client", Kind::Cycle1),
+            systems::wire_clients(port, 1),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (WIRE, all, Kind::Cycle16),
+            systems::wire_clients(port, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (WIRE, all, Kind::Handoff),
+            systems::wire_clients(port, CLIENTS),
+        )
+        .await;
+    }
+    if let Some(url) = &etcd_url {
+        let (e, all) = ("etcd", "16 clients (16 connections)");
+        plan(
+            r,
+            p,
+            (e, "1 client", Kind::Cycle1),
+            systems::etcd_clients(url, 1),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (e, all, Kind::Cycle16),
+            systems::etcd_clients(url, CLIENTS),
+        )
+        .await;
+        let waiting = "16 clients, watch for delete";
+        plan(
+            r,
+            p,
+            (e, waiting, Kind::Handoff),
+            systems::etcd_clients(url, CLIENTS),
+        )
+        .await;
+    }
+    if let Some(port) = redis_port {
+        let (rd, all) = ("redis", "16 clients (16 connections)");
+        plan(
+            r,
+            p,
+            (rd, "1 client", Kind::Cycle1),
+            systems::redis_clients(port, 1),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (rd, all, Kind::Cycle16),
+            systems::redis_clients(port, CLIENTS),
+        )
+        .await;
+        let waiting = "16 clients, retry every 1 ms";
+        plan(
+            r,
+            p,
+            (rd, waiting, Kind::Handoff),
+            systems::redis_clients(port, CLIENTS),
+        )
+        .await;
+    }
+
+    // Interleaved rounds, so that load from outside the benchmark, which
+    // comes and goes, falls on every system alike.
+    let rounds = config.rounds.max(1);
+    let w = Window {
+        warmup: config.window.warmup,
+        measure: config.window.measure / rounds,
+    };
+    for round in 1..=rounds {
+        eprintln!("round {round} of {rounds}");
+        for plan in plans.iter_mut().filter(|p| !p.failed) {
+            match (plan.run)(w).await {
+                Ok(m) => {
+                    eprintln!(
+                        "  {}, {:?}, {}: {:.0}/s, p50 {}",
+                        plan.system,
+                        plan.kind,
+                        plan.setup,
+                        m.per_sec(),
+                        show(m.main.clone().p50())
+                    );
+                    plan.measured.add(m);
+                }
+                Err(e) => {
+                    plan.failed = true;
+                    let what = format!("{}, {:?}, {}", plan.system, plan.kind, plan.setup);
+                    res.failed(&what, e);
+                }
+            }
+        }
+    }
+    // The table's order: floor, hold cycles, then handoffs.
+    plans.sort_by_key(|p| match p.kind {
+        Kind::Floor => 0,
+        Kind::Cycle1 | Kind::Cycle16 => 1,
+        Kind::Handoff => 2,
+    });
+    for mut plan in plans {
+        if !plan.failed {
+            let mut m = std::mem::take(&mut plan.measured);
+            res.record(&plan, &mut m);
+        }
+    }
+
+    eprintln!("leases kept renewed by one client process (ttl 3 s)");
+    let runs: Vec<(&str, &str, Option<String>, Option<u32>)> = vec![
+        (
+            "leasehold",
+            "N holdings on one Store, each renewed every ttl/3 (batched)",
+            lh_url.clone(),
+            servers.leasehold.as_ref().map(|s| s.pid),
+        ),
+        (
+            "etcd",
+            "N keys on ONE lease, one keep-alive every ttl/3",
+            etcd_url.clone(),
+            servers.etcd.as_ref().map(|s| s.pid),
+        ),
+        (
+            "redis",
+            "N keys, N PEXPIREs in one pipeline every ttl/3",
+            redis_port.map(|p| p.to_string()),
+            servers.redis.as_ref().map(|s| s.pid),
+        ),
+    ];
+    for &n in &config.leases {
+        for (system, how, target, pid) in &runs {
+            let (Some(target), Some(pid)) = (target, pid) else {
+                continue;
+            };
+            let (system, target, pid, span) = (*system, target.clone(), *pid, config.renew_span);
+            let measured =
+                tokio::task::spawn_blocking(move || renew::measure(system, &target, n, span, pid))
+                    .await
+                    .context("the renewal measurement panicked")?;
+            match measured {
+                Ok(r) => {
+                    eprintln!(
+                        "  {system}, {n}: client CPU {:?}, lost {}",
+                        r.client_cpu, r.lost
+                    );
+                    if r.lost > 0 {
+                        res.problems
+                            .push(format!("{system}: {} of {n} renewed leases lost", r.lost));
+                    }
+                    res.renewed.push((system.into(), (*how).into(), r));
+                }
+                Err(e) => res.failed(&format!("{system} renewal of {n} leases"), e),
+            }
+        }
+    }
+
+    for s in [&servers.leasehold, &servers.etcd, &servers.redis]
+        .into_iter()
+        .flatten()
+    {
+        if !s.alive() {
+            res.problems.push(format!(
+                "the {} server died during the run; its log:\n{}",
+                s.name,
+                s.log_tail()
+            ));
+        }
+    }
+    drop(servers);
+    res.load.1 = loadavg();
+    Ok(res)
+}
+
+fn ratio(a: Option<Duration>, b: Option<Duration>) -> Option<f64> {
+    Some(a?.as_secs_f64() / b?.as_secs_f64())
+}
+
+fn show_ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "–".into(), |r| format!("{r:.2}"))
+}
+
+fn verdict(met: Option<bool>) -> &'static str {
+    match met {
+        Some(true) => "met",
+        Some(false) => "NOT met",
+        None => "not measured",
+    }
+}
+
+/// Today's date (UTC), from the system clock.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days to civil date (Howard Hinnant's algorithm).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    format!("{cores} cores ({cpu}), Linux {kernel}")
+}
+
+fn markdown(config: &Config, res: &Results) -> String {
+    let mut md = String::new();
+    let w = config.window;
+    let _ = writeln!(md, "## Server store vs etcd and Redis\n");
+    let _ = writeln!(
+        md,
+        "Measured {} on {}: server and clients on the same machine, over loopback.",
+        today(),
+        machine()
+    );
+    let _ = writeln!(
+        md,
+        "Load average (1/5/15 min) before the run: {}; after: {} (on 2 cores; above ~0.5, \
+         other work was running beside the benchmark and the numbers are noisier).",
+        res.load.0, res.load.1
+    );
+    let _ = writeln!(
+        md,
+        "Versions: leasehold at commit {} (release build; uncommitted changes in the tree \
+         count too); etcd {}; {}.\n",
+        procs::first_line_of("git", &["rev-parse", "--short", "HEAD"]),
+        procs::first_line_of("etcd", &["--version"])
+            .trim_start_matches("etcd Version: ")
+            .trim(),
+        procs::first_line_of("redis-server", &["--version"])
+            .split(" sha=")
+            .next()
+            .unwrap_or("redis")
+            .trim()
+    );
+    let _ = writeln!(
+        md,
+        "Command: `make bench-compare` (that is, `cargo build --release -p leasehold-server` then \
+         `cargo run --release -q -p leasehold-bench --features compare --bin compare`). Every \
+         timed workload runs {} rounds, the systems interleaved round by round; each round \
+         warms up {} ms, then counts the operations that start and end within the next {} ms \
+         ({} ms counted in all). All clients are connected before the first round.\n",
+        config.rounds,
+        w.warmup.as_millis(),
+        (w.measure / config.rounds.max(1)).as_millis(),
+        w.measure.as_millis()
+    );
+    let _ = writeln!(md, "| system | workload | ops/s | p50 | p99 |");
+    let _ = writeln!(md, "|---|---|---:|---:|---:|");
+    for r in &res.rows {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            r.system,
+            r.workload,
+            r.per_sec.map_or_else(|| "–".into(), show_rate),
+            show(r.p50),
+            show(r.p99)
+        );
+    }
+
+    let floor = res.floor_p50;
+    let redis16 = res
+        .per_sec_16
+        .iter()
+        .find(|(s, _, _)| s == "redis")
+        .map(|(_, _, v)| *v);
+    let _ = writeln!(md, "\n| ratio | value | target | |");
+    let _ = writeln!(md, "|---|---:|---|---|");
+    for (system, setup, v) in res.per_sec_16.iter().filter(|(s, _, _)| s != "redis") {
+        let r = redis16.map(|redis| v / redis);
+        let (target, met) = if system == "leasehold" {
+            ("> 1", verdict(r.map(|r| r > 1.0)))
+        } else {
+            ("", "(for comparison)")
+        };
+        let _ = writeln!(
+            md,
+            "| cycles/s at 16 clients, {system} ({setup}) / redis | {} | {target} | {met} |",
+            show_ratio(r)
+        );
+    }
+    for (name, p50) in &res.grant_p50 {
+        let r = ratio(*p50, floor);
+        let (target, met) = if name == "leasehold" {
+            ("≤ 2", verdict(r.map(|r| r <= 2.0)))
+        } else {
+            ("", "(for comparison)")
+        };
+        let _ = writeln!(
+            md,
+            "| grant p50 in loopback round trips, {name}, 1 client | {} | {target} | {met} |",
+            show_ratio(r)
+        );
+    }
+    for (system, setup, p50) in &res.handoff {
+        let r = ratio(*p50, floor);
+        let (target, met) = if system == "leasehold" {
+            ("≤ 2", verdict(r.map(|r| r <= 2.0)))
+        } else {
+            ("", "(for comparison)")
+        };
+        let _ = writeln!(
+            md,
+            "| handoff p50 in loopback round trips, {system} ({setup}) | {} | {target} | {met} |",
+            show_ratio(r)
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nThe loopback round trip p50 the ratios divide by: {}.",
+        show(floor)
+    );
+
+    if !res.renewed.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nLeases kept renewed by one client process (ttl 3 s, renewed every 1 s, for ~{} s). \
+             Each line runs in a child process of its own that does nothing else; CPU is the sum \
+             of its threads' run time (/proc/PID/task/*/schedstat), and the server's over the \
+             same span. \"Taking them all\" is the time to acquire the N leases first (Leasehold: \
+             `try_begin`, 256 in flight; etcd: txns of 128 puts, 8 in flight; Redis: pipelines \
+             of 1,000 SETs). The Leasehold server runs with `--max-keys-per-connection {}` \
+             (default 10,000), so that one Store may hold 50,000.\n",
+            config.renew_span.as_secs(),
+            procs::LEASEHOLD_MAX_KEYS
+        );
+        let _ = writeln!(
+            md,
+            "| system | how | leases | client CPU | client CPU per lease-renewal | server CPU | lost | taking them all |"
+        );
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|");
+        for (system, how, r) in &res.renewed {
+            let span = r.span.as_secs_f64();
+            let renewals = r.n as f64 * span / (renew::TTL.as_secs_f64() / 3.0);
+            let _ = writeln!(
+                md,
+                "| {system} | {how} | {} | {:.1}% of a core | {:.2} µs | {:.1}% of a core | {} | {} |",
+                show_rate(r.n as f64),
+                100.0 * r.client_cpu.as_secs_f64() / span,
+                r.client_cpu.as_secs_f64() * 1e6 / renewals,
+                100.0 * r.server_cpu.as_secs_f64() / span,
+                r.lost,
+                show(Some(r.setup))
+            );
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\nHow each system is driven:\n\n\
+         - Leasehold: `Store::connect(\"leasehold://127.0.0.1:PORT\", ConnectOptions::default())`, \
+           `lock.begin(key, &HoldOptions::default())` then `holding.end()`; default ttl 10 s. \
+           \"16 tasks on one Store\" share one multiplexed connection (the natural use); \
+           \"16 Stores\" have a connection each.\n\
+         - Leasehold server, bare wire client (diagnostic): the same server driven by a minimal \
+           client in this benchmark (one connection, one request at a time, Hold with queue, \
+           wait for the pushed Granted, Release; no driver, holder engine or renewal), to tell \
+           the server's and the wire's share from the client library's.\n\
+         - etcd: lease grant (ttl 10 s), txn put-if-absent (compare create_revision == 0), then \
+           delete + lease revoke: four round trips and four raft commits (fsync'd WAL, data dir in \
+           /tmp) per cycle. A waiter watches the key for a delete from the revision its failed txn \
+           saw, then tries the txn again (every waiter wakes on each delete). One \
+           `etcd_client::Client` (connection) per client. For renewals, etcd's way is many keys \
+           on ONE lease with one keep-alive, unlike Leasehold's and Redis's one lease per key.\n\
+         - Redis: `SET key token NX PX 10000`, release by the Lua compare-and-delete script \
+           (EVALSHA); no persistence (`--save '' --appendonly no`). Redis pushes nothing when a \
+           key is freed, so a waiter retries every {} ms. One multiplexed connection (TCP_NODELAY) \
+           per client. Renewal is a plain PEXPIRE per key (no token check).\n\
+         - Floor: a 16-byte ping/pong over loopback TCP with TCP_NODELAY, to an echo server on \
+           its own thread in the benchmark process.\n\
+         - Handoff: each holder releases at once, then asks again only after another client got \
+           the key, so each sample is a handoff between two clients with 15 waiting.",
+        systems::REDIS_RETRY.as_millis()
+    );
+    if !res.problems.is_empty() {
+        let _ = writeln!(md, "\nProblems seen in this run:\n");
+        for p in &res.problems {
+            let _ = writeln!(md, "- {}", p.replace('\n', "\n  "));
+        }
+    }
+    md
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("renew-child") {
+        return match renew::child_main(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("renew-child: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let config = match Config::parse(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("compare: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("compare: no tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = rt.block_on(async {
+        tokio::spawn(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut term) = signal(SignalKind::terminate()) else {
+                return;
+            };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            eprintln!("compare: interrupted; stopping the servers");
+            procs::stop_all();
+            std::process::exit(130);
+        });
+        run(&config).await
+    });
+    let res = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("compare: {e:#}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let md = markdown(&config, &res);
+    println!("{md}");
+    if let Err(e) = std::fs::write(&config.markdown, &md) {
+        eprintln!(
+            "compare: could not write {}: {e}",
+            config.markdown.display()
+        );
+    } else {
+        eprintln!("(written to {})", config.markdown.display());
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,310 @@
+//! Keeping many leases renewed from one client process, and what it costs
+//! that process in CPU. Each measurement runs in a child process of its
+//! own (`compare renew-child SYSTEM TARGET N SECS`), so that its CPU time is
+//! its own; the parent reads the server's CPU time over the same span.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use futures::{StreamExt, TryStreamExt};
+use leasehold::remote::ConnectOptions;
+use leasehold::Store;
+
+use super::procs;
+
+/// The ttl of the renewed leases; each is renewed every ttl/3.
+pub const TTL: Duration = Duration::from_secs(3);
+
+/// What one child measured, and the server's CPU over the same span.
+#[derive(Debug, Clone)]
+pub struct Renewed {
+    /// Leases held.
+    pub n: usize,
+    /// How long they were kept renewed.
+    pub span: Duration,
+    /// The client process's CPU time over the span.
+    pub client_cpu: Duration,
+    /// The server process's CPU time over the span.
+    pub server_cpu: Duration,
+    /// Leases lost over the span (0 expected).
+    pub lost: usize,
+    /// How long taking all N took.
+    pub setup: Duration,
+}
+
+/// Runs one measurement in a child process: `system` is leasehold, etcd or
+/// redis, `target` its URL, endpoint or port.
+pub fn measure(
+    system: &str,
+    target: &str,
+    n: usize,
+    span: Duration,
+    server_pid: u32,
+) -> Result<Renewed> {
+    let exe = std::env::current_exe()?;
+    let mut child = Command::new(exe)
+        .args(["renew-child", system, target, &n.to_string()])
+        .arg(span.as_millis().to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .context("start the renewal child")?;
+    let stdout = child.stdout.take().expect("piped");
+    let pid = server_pid.to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // A child that neither finishes nor fails is killed: setup, the span,
+    // the releases, and a minute to spare.
+    let deadline = Instant::now() + span + Duration::from_secs(60);
+    let mut setup = None;
+    let mut server_start = None;
+    let mut result = None;
+    let mut timed_out = false;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match rx.recv_timeout(left) {
+            Ok(line) => line?,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                timed_out = true;
+                let _ = child.kill();
+                break;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        if let Some(rest) = line.strip_prefix("ready ") {
+            server_start = Some(procs::cpu_time(&pid)?);
+            setup = Some(Duration::from_micros(field(rest, "setup_us")?));
+        } else if let Some(rest) = line.strip_prefix("result ") {
+            let server_cpu = procs::cpu_time(&pid)?
+                - server_start.ok_or_else(|| anyhow!("result before ready"))?;
+            result = Some(Renewed {
+                n,
+                span: Duration::from_millis(field(rest, "span_ms")?),
+                client_cpu: Duration::from_micros(field(rest, "cpu_us")?),
+                server_cpu,
+                lost: field(rest, "lost")? as usize,
+                setup: setup.unwrap_or_default(),
+            });
+        }
+    }
+    let status = child.wait()?;
+    match result {
+        Some(r) if status.success() => Ok(r),
+        _ if timed_out => bail!(
+            "the {system} renewal child with {n} leases was killed after {} s without a result ({})",
+            (span + Duration::from_secs(60)).as_secs(),
+            if setup.is_some() {
+                "after it took all its leases"
+            } else {
+                "while it was still taking its leases"
+            }
+        ),
+        _ => bail!("the {system} renewal child with {n} leases failed ({status})"),
+    }
+}
+
+fn field(text: &str, name: &str) -> Result<u64> {
+    text.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+        .ok_or_else(|| anyhow!("no {name} in {text:?}"))?
+        .parse()
+        .with_context(|| format!("bad {name} in {text:?}"))
+}
+
+/// The child's side: `args` are SYSTEM TARGET N SPAN_MS.
+pub fn child_main(args: &[String]) -> Result<()> {
+    let [system, target, n, span] = args else {
+        bail!("usage: compare renew-child SYSTEM TARGET N SPAN_MS");
+    };
+    let n: usize = n.parse()?;
+    let span = Duration::from_millis(span.parse()?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let outcome = rt.block_on(async {
+        match system.as_str() {
+            "leasehold" => leasehold(target, n, span).await,
+            "etcd" => etcd(target, n, span).await,
+            "redis" => redis_renew(target.parse()?, n, span).await,
+            other => bail!("unknown system {other}"),
+        }
+    });
+    if let Err(e) = &outcome {
+        eprintln!("renew-child {system} {n}: {e:#}");
+    }
+    // Tasks left behind (a release retrying) must not hold up the exit.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    outcome
+}
+
+fn self_cpu() -> Duration {
+    procs::cpu_time("self").unwrap_or_default()
+}
+
+fn ready(setup: Duration) {
+    println!("ready setup_us={}", setup.as_micros());
+}
+
+fn report(span: Duration, cpu: Duration, lost: usize) {
+    println!(
+        "result span_ms={} cpu_us={} lost={lost}",
+        span.as_millis(),
+        cpu.as_micros()
+    );
+}
+
+/// Leasehold: N holdings of one `Store`, each renewed by the holder engine
+/// every ttl/3 (the driver batches renewals that come due together).
+async fn leasehold(url: &str, n: usize, span: Duration) -> Result<()> {
+    let store = Store::connect(url, ConnectOptions::default()).await?;
+    let lock = store.lock("renew").ttl(TTL).open()?;
+    let t = Instant::now();
+    let holdings: Vec<leasehold::Holding> = futures::stream::iter(0..n)
+        .map(|i| {
+            let lock = lock.clone();
+            async move { lock.try_begin(&format!("k{i}")).await }
+        })
+        .buffer_unordered(256)
+        .try_collect::<Vec<_>>()
+        .await?
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| anyhow!("a fresh key was held already"))?;
+    ready(t.elapsed());
+    let cpu = self_cpu();
+    let t = Instant::now();
+    tokio::time::sleep(span).await;
+    let (cpu, span) = (self_cpu() - cpu, t.elapsed());
+    let lost_flag = holdings.iter().filter(|h| h.lease().lost()).count();
+    // Ending a holding whose lease was lost (here or at the store) fails `Lost`.
+    let ended: Vec<leasehold::Result<()>> = futures::stream::iter(holdings)
+        .map(|h| h.end())
+        .buffer_unordered(256)
+        .collect()
+        .await;
+    let lost_end = ended.iter().filter(|r| r.is_err()).count();
+    report(span, cpu, lost_flag.max(lost_end));
+    store.close().await;
+    Ok(())
+}
+
+/// etcd: N keys attached to ONE lease, kept alive every ttl/3 on one
+/// keep-alive stream. Lost: keys missing at the end, or a keep-alive that
+/// answered ttl 0.
+async fn etcd(endpoint: &str, n: usize, span: Duration) -> Result<()> {
+    use etcd_client::{GetOptions, PutOptions, Txn, TxnOp};
+    let mut client = etcd_client::Client::connect([endpoint], None).await?;
+    let t = Instant::now();
+    let lease = client.lease_grant(TTL.as_secs() as i64, None).await?.id();
+    let keys: Vec<usize> = (0..n).collect();
+    // etcd's default --max-txn-ops is 128.
+    futures::stream::iter(keys.chunks(128))
+        .map(|chunk| {
+            let mut c = client.clone();
+            let ops: Vec<TxnOp> = chunk
+                .iter()
+                .map(|i| {
+                    TxnOp::put(
+                        format!("renew/k{i}"),
+                        "held",
+                        Some(PutOptions::new().with_lease(lease)),
+                    )
+                })
+                .collect();
+            async move { c.txn(Txn::new().and_then(ops)).await }
+        })
+        .buffer_unordered(8)
+        .try_collect::<Vec<_>>()
+        .await?;
+    let (mut keeper, mut answers) = client.lease_keep_alive(lease).await?;
+    ready(t.elapsed());
+    let cpu = self_cpu();
+    let t = Instant::now();
+    let mut expired = false;
+    let mut tick = tokio::time::interval(TTL / 3);
+    tick.tick().await;
+    while t.elapsed() + TTL / 3 <= span + Duration::from_millis(50) {
+        tick.tick().await;
+        keeper.keep_alive().await?;
+        match answers.message().await? {
+            Some(a) if a.ttl() > 0 => {}
+            _ => expired = true,
+        }
+    }
+    tokio::time::sleep(span.saturating_sub(t.elapsed())).await;
+    let (cpu, span) = (self_cpu() - cpu, t.elapsed());
+    let count = client
+        .get(
+            "renew/",
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        )
+        .await?
+        .count() as usize;
+    let lost = if expired { n } else { n.saturating_sub(count) };
+    report(span, cpu, lost);
+    client.lease_revoke(lease).await?;
+    Ok(())
+}
+
+/// Redis: N keys set with PX ttl, all PEXPIRE'd every ttl/3 in one
+/// pipeline. Lost: a PEXPIRE that found no key, or keys missing at the end.
+async fn redis_renew(port: u16, n: usize, span: Duration) -> Result<()> {
+    let mut conn = super::systems::redis_connection(port).await?;
+    let ttl_ms = TTL.as_millis() as u64;
+    let keys: Vec<String> = (0..n).map(|i| format!("renew:k{i}")).collect();
+    let t = Instant::now();
+    for chunk in keys.chunks(1000) {
+        let mut p = redis::pipe();
+        for k in chunk {
+            p.cmd("SET")
+                .arg(k)
+                .arg("held")
+                .arg("PX")
+                .arg(ttl_ms)
+                .ignore();
+        }
+        p.query_async::<()>(&mut conn).await?;
+    }
+    ready(t.elapsed());
+    let cpu = self_cpu();
+    let t = Instant::now();
+    let mut lost = 0;
+    let mut tick = tokio::time::interval(TTL / 3);
+    tick.tick().await;
+    while t.elapsed() + TTL / 3 <= span + Duration::from_millis(50) {
+        tick.tick().await;
+        let mut p = redis::pipe();
+        for k in &keys {
+            p.cmd("PEXPIRE").arg(k).arg(ttl_ms);
+        }
+        let renewed: Vec<i64> = p.query_async(&mut conn).await?;
+        lost += renewed.iter().filter(|r| **r != 1).count();
+    }
+    tokio::time::sleep(span.saturating_sub(t.elapsed())).await;
+    let (cpu, span) = (self_cpu() - cpu, t.elapsed());
+    let mut present = 0;
+    for chunk in keys.chunks(1000) {
+        let c: usize = redis::cmd("EXISTS")
+            .arg(chunk)
+            .query_async(&mut conn)
+            .await?;
+        present += c;
+    }
+    report(span, cpu, lost.max(n - present));
+    for chunk in keys.chunks(1000) {
+        redis::cmd("DEL")
+            .arg(chunk)
+            .query_async::<()>(&mut conn)
+            .await?;
+    }
+    Ok(())
+}
