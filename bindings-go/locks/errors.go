@@ -98,6 +98,12 @@ const (
 	Closed    LossReason = "closed"    // the store was closed while it was held
 )
 
+// reasonCodes are the C codes of the loss reasons.
+var reasonCodes = map[LossReason]C.lh_loss_reason{
+	Expired: C.LH_REASON_EXPIRED, Revoked: C.LH_REASON_REVOKED, Unknown: C.LH_REASON_UNKNOWN,
+	Restarted: C.LH_REASON_RESTARTED, Closed: C.LH_REASON_CLOSED,
+}
+
 func reasonOf(r C.lh_loss_reason) LossReason {
 	switch r {
 	case C.LH_REASON_EXPIRED:

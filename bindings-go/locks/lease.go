@@ -33,7 +33,7 @@ type heldLease struct {
 	last  C.lh_lease_info
 }
 
-// info is what the lease is like now (after the hold ended: as it ended).
+// info is what the lease is like now (after the hold ended: gone).
 func (h *heldLease) info() C.lh_lease_info {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -46,21 +46,19 @@ func (h *heldLease) info() C.lh_lease_info {
 	return h.last
 }
 
-// end releases the lease, once, keeping its last state.
+// end releases the lease, once. After it, the lease is gone: no time left,
+// and lost if it was lost while held.
 func (h *heldLease) end() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var info C.lh_lease_info
-	if takeError(C.lh_holding_info(h.h, &info)) == nil {
-		h.last = info
-	}
 	h.ended = true
 	err := takeError(C.lh_holding_end(h.h))
+	h.last = C.lh_lease_info{has_remaining: true}
 	if e, ok := err.(*Error); ok && e.Code == CodeLost {
 		h.last.lost = true
-		h.last.has_remaining, h.last.remaining_ns = true, 0
-		if h.last.reason == C.LH_REASON_NONE {
-			h.last.reason = C.LH_REASON_UNKNOWN
+		h.last.reason = C.LH_REASON_UNKNOWN
+		if r, ok := reasonCodes[e.Reason]; ok {
+			h.last.reason = r
 		}
 	}
 	return err
@@ -95,8 +93,8 @@ func (l *Lease) LossReason() LossReason {
 }
 
 // Remaining is the time left before a held lease's deadline (LOCK-04),
-// zero once lost; ok is false when the lease has no deadline (an embedded
-// lease without MaxHold) and for a manual lease.
+// zero once lost or once the hold ended; ok is false while an embedded
+// lease without MaxHold is held (it has no deadline) and for a manual lease.
 func (l *Lease) Remaining() (left time.Duration, ok bool) {
 	if l.held == nil {
 		return 0, false

@@ -1,0 +1,70 @@
+# The C ABI (ffi/, crate leasehold-ffi) and the Go binding (bindings-go/,
+# package locks): docs/go.md. Included by the root Makefile.
+#   make go-test         header drift, C smoke test (plain and under valgrind),
+#                        gofmt, go vet, go test -race with GODEBUG=cgocheck=1
+#   make demo-holder-go  the Go holder of `make demo`
+#   make bench-go        the hold cycle through Go next to Rust, with the ratio
+
+GO ?= go
+GO_DIR := bindings-go
+GO_LIB_DIR := $(GO_DIR)/lib
+FFI_SMOKE := $(CARGO_TARGET_DIR)/ffi-smoke/smoke
+FFI_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl
+VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
+	--show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+	--suppressions=ffi/tests/c/valgrind.supp
+
+BINDING_TESTS += go-test
+DEMO_HOLDERS += go
+
+.PHONY: go-test go-toolchain go-lib ffi-header-check ffi-smoke go-lint demo-holder-go bench-go
+
+# A C compiler (cgo, the smoke test) and valgrind, from Debian when missing.
+go-toolchain:
+	@$(GO) version >/dev/null
+	@command -v cc >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev; }
+	@command -v valgrind >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; }
+
+# The static library (debug) where the package's #cgo flags look, and the server the tests start.
+go-lib:
+	$(CARGO) build -p leasehold-ffi -p leasehold-server
+	mkdir -p $(GO_LIB_DIR)
+	cp $(CARGO_TARGET_DIR)/debug/libleasehold_ffi.a $(GO_LIB_DIR)/
+
+# The committed header is cbindgen's output now (ffi/tests/header.rs), and
+# the Go package's copy of it is the same file.
+ffi-header-check:
+	$(CARGO) test -q -p leasehold-ffi
+	cmp ffi/include/leasehold.h $(GO_DIR)/locks/leasehold.h || \
+		{ echo "bindings-go/locks/leasehold.h differs from ffi/include/leasehold.h: copy it"; exit 1; }
+
+# The C smoke test, then again under valgrind: no leak, no error.
+ffi-smoke: go-lib
+	mkdir -p $(dir $(FFI_SMOKE))
+	cc -std=gnu11 -Wall -Wextra -Werror -g -I ffi/include ffi/tests/c/smoke.c \
+		$(CARGO_TARGET_DIR)/debug/libleasehold_ffi.a $(FFI_NATIVE_LIBS) -o $(FFI_SMOKE)
+	RUST_BACKTRACE=0 $(FFI_SMOKE) 2>/dev/null
+	RUST_BACKTRACE=0 $(VALGRIND) $(FFI_SMOKE) 2>&1 | grep -v -e 'panicked at' -e 'lh_testing_panic was called' -e '^note: run with'; \
+		exit $${PIPESTATUS[0]}
+
+go-lint:
+	@unformatted=$$(cd $(GO_DIR) && gofmt -l .); \
+		if [ -n "$$unformatted" ]; then echo "gofmt: $$unformatted"; exit 1; fi
+	cd $(GO_DIR) && $(GO) vet ./...
+
+go-test: SHELL := /bin/bash
+go-test: go-toolchain ffi-header-check go-lib ffi-smoke go-lint
+	cd $(GO_DIR) && GODEBUG=cgocheck=1 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO) test -race -count=1 ./...
+
+ffi-smoke: SHELL := /bin/bash
+
+demo-holder-go: go-toolchain go-lib
+	cd $(GO_DIR) && $(GO) build -o $(CARGO_TARGET_DIR)/go/demo-holder ./cmd/demo-holder
+	$(CARGO_TARGET_DIR)/go/demo-holder
+
+bench-go: go-toolchain
+	$(CARGO) build --release -p leasehold-ffi -p leasehold-server
+	$(CARGO) build --release -p leasehold-ffi --example hold_cycle
+	mkdir -p $(GO_LIB_DIR)
+	cp $(CARGO_TARGET_DIR)/release/libleasehold_ffi.a $(GO_LIB_DIR)/
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO_DIR)/scripts/bench.sh
