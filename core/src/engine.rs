@@ -242,9 +242,13 @@ impl Holding {
         };
         let mut revoke_in = state.grant.revoke_in;
         if let Some(r) = renewal {
-            if waited {
-                // The grant came while the request waited: when the store
-                // granted it is unknown, so a renewal sent now sets the deadline.
+            // A grant that came while the request waited was made at some
+            // time after the request was sent, so the send time still gives
+            // a deadline the store has surely not passed. When little of it
+            // is left, a renewal sent now gives a fresh one before the
+            // function starts; else the keeper renews on its schedule from
+            // that send time, and the handoff costs no extra round trip.
+            if waited && sent_at + r.ttl - r.margin <= clock.now() + r.ttl / 3 {
                 sent_at = clock.now();
                 revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
             }

@@ -81,6 +81,53 @@ async fn lock_04_holder_deadline_precedes_store_expiry() {
     h.end().await.unwrap();
 }
 
+// LOCK-04: a grant pushed after waiting in line keeps a deadline from the request's send time
+// (the store granted it later); after a long wait it is renewed before the function starts.
+// Either way the holder's deadline precedes the store's expiry, and renewal keeps the lease.
+#[tokio::test]
+async fn lock_04_waited_grants_keep_a_safe_deadline() {
+    for waited in [2u64, 8] {
+        let (clock, store) = virtual_store(true);
+        let lock = store.lock("l").ttl(S(10)).margin(S(1)).open().unwrap();
+        let first = lock.begin("k", &HoldOptions::default()).await.unwrap();
+        let l2 = lock.clone();
+        let waiter = tokio::spawn(async move { l2.begin("k", &HoldOptions::default()).await });
+        clock.advance(S(waited)).await;
+        first.end().await.unwrap();
+        let h = waiter.await.unwrap().unwrap();
+        let store_expiry = holder_of(&store, "l", "k")
+            .unwrap()
+            .grant
+            .expires_at
+            .unwrap();
+        let deadline = clock.now() + h.lease().remaining().unwrap();
+        assert!(
+            deadline < store_expiry,
+            "waited {waited}s: {deadline:?} >= {store_expiry:?}"
+        );
+        if waited == 8 {
+            assert_eq!(
+                h.lease().remaining(),
+                Some(S(9)),
+                "renewed before the function started"
+            );
+        } else {
+            assert_eq!(
+                h.lease().remaining(),
+                Some(S(7)),
+                "the deadline from the request's send time"
+            );
+        }
+        clock.advance(S(30)).await;
+        assert!(
+            !h.lease().lost(),
+            "waited {waited}s: {:?}",
+            h.lease().loss_reason()
+        );
+        h.end().await.unwrap();
+    }
+}
+
 // LOCK-06: renewal every ttl/3 keeps a lease alive far past its ttl.
 #[tokio::test]
 async fn lock_06_background_renewal_keeps_the_lease() {

@@ -330,3 +330,27 @@ async fn lock_18_wait_bounds_a_hold_while_the_store_is_unreachable() {
         "a hold given up while disconnected was granted"
     );
 }
+
+// ERR-02, ERR-01: a hold the server refuses (its keys-per-connection limit) fails Unavailable at
+// once; the client does not ask again in a loop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_hold_fails_at_once_instead_of_retrying() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-keys-per-connection", "2"]);
+    let store = connect(&server.url()).await;
+    let lock = store.lock("l").open().unwrap();
+    let a = lock.begin("a", &HoldOptions::default()).await.unwrap();
+    let b = lock.begin("b", &HoldOptions::default()).await.unwrap();
+    let refused = timeout(S(2), lock.try_begin("c"))
+        .await
+        .expect("the refusal came back");
+    assert_eq!(refused.err().unwrap().kind(), ErrorKind::Unavailable);
+    let refused = timeout(S(2), lock.begin("c", &HoldOptions::default()))
+        .await
+        .expect("the refusal came back");
+    assert_eq!(refused.err().unwrap().kind(), ErrorKind::Unavailable);
+    a.end().await.unwrap();
+    b.end().await.unwrap();
+    let c = lock.begin("c", &HoldOptions::default()).await.unwrap();
+    c.end().await.unwrap();
+}

@@ -56,6 +56,14 @@ struct Held {
 
 type RenewReply = oneshot::Sender<Result<WireGrant>>;
 
+/// What became of a request.
+enum Asked {
+    /// The server answered (a failure it sent is its answer, never retried).
+    Answered(Result<Reply>),
+    /// The connection dropped before an answer came.
+    Dropped,
+}
+
 #[derive(Default)]
 struct State {
     conn: Option<Conn>,
@@ -187,36 +195,58 @@ impl Shared {
     }
 
     /// Sends a request on the current connection, after `register` ran under
-    /// the same lock (so an answer cannot overtake it).
+    /// the same lock (so an answer cannot overtake it). `None`: no connection
+    /// is up (one that failed to take the frame is marked down).
     fn send(
         &self,
         body: Request,
         hold: Option<RequestId>,
         register: impl FnOnce(&mut State),
-    ) -> Result<oneshot::Receiver<Result<Reply>>> {
+    ) -> Result<Option<oneshot::Receiver<Result<Reply>>>> {
         let mut st = self.lock();
         if self.closed.is_cancelled() {
             return Err(closed());
         }
         let id = st.next_id;
         let Some(conn) = &st.conn else {
-            return Err(unavailable("not connected"));
+            return Ok(None);
         };
-        conn.tx
-            .send(ClientFrame::Request { id, body })
-            .map_err(|_| unavailable("the connection closed"))?;
+        if conn.tx.send(ClientFrame::Request { id, body }).is_err() {
+            st.conn = None;
+            self.up.send_replace(0);
+            return Ok(None);
+        }
         st.next_id += 1;
         let (tx, rx) = oneshot::channel();
         st.pending.insert(id, Pending { tx, hold });
         register(&mut st);
-        Ok(rx)
+        Ok(Some(rx))
+    }
+
+    /// Sends a request and waits for the server's answer, or for the
+    /// connection to drop first ([`Asked::Dropped`]: the request may or may
+    /// not have reached the store).
+    async fn ask(
+        &self,
+        body: Request,
+        hold: Option<RequestId>,
+        register: impl FnOnce(&mut State),
+    ) -> Result<Asked> {
+        let Some(rx) = self.send(body, hold, register)? else {
+            return Ok(Asked::Dropped);
+        };
+        Ok(match rx.await {
+            Ok(answer) => Asked::Answered(answer),
+            Err(_) => Asked::Dropped,
+        })
     }
 
     /// Sends a request and waits for its answer; a connection that drops first fails `Unavailable`.
     async fn call(&self, body: Request) -> Result<Reply> {
-        let rx = self.send(body, None, |_| {})?;
-        rx.await
-            .unwrap_or_else(|_| Err(unavailable("the connection closed before the answer")))
+        match self.ask(body, None, |_| {}).await? {
+            Asked::Answered(answer) => answer,
+            Asked::Dropped => Err(unavailable("the connection dropped before the answer")),
+        }
     }
 
     /// Sends a request whose answer nobody waits for.
@@ -395,15 +425,13 @@ async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
         _ = reader => {}
         _ = shared.closed.cancelled() => {}
     }
-    let pending: Vec<Pending> = {
+    {
         let mut st = shared.lock();
         st.conn = None;
-        st.pending.drain().map(|(_, p)| p).collect()
-    };
-    shared.up.send_replace(0);
-    for p in pending {
-        let _ = p.tx.send(Err(unavailable("the connection dropped")));
+        // Dropping the answers' senders tells every caller its request got no answer.
+        st.pending.clear();
     }
+    shared.up.send_replace(0);
 }
 
 /// On a new connection: renews every held lease by its id (LOCK-07) — or,
@@ -450,12 +478,13 @@ async fn resync(shared: Weak<Shared>, restarted: bool) {
         }
     }
     for (rid, hold) in holds {
-        let answer = s.call(hold).await;
+        let Ok(Asked::Answered(answer)) = s.ask(hold, None, |_| {}).await else {
+            continue;
+        };
         let mut st = s.lock();
         match answer {
             Ok(Reply::Granted(w)) => s.deliver_grant(&mut st, &w),
             Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::Unavailable => {}
             Err(e) => {
                 if let Some(w) = st.waiters.remove(&rid) {
                     let _ = w.tx.send(Err(e));
@@ -561,25 +590,27 @@ impl Driver for RemoteDriver {
         loop {
             s.wait_up().await?;
             let (wtx, wrx) = oneshot::channel();
-            let sent = s.send(wire.clone(), Some(rid), |st| {
-                if request.queue {
-                    st.waiters.insert(
-                        rid,
-                        Waiter {
-                            tx: wtx,
-                            request: wire.clone(),
-                            ttl_ms,
-                            queued: false,
-                        },
-                    );
+            let asked = s
+                .ask(wire.clone(), Some(rid), |st| {
+                    if request.queue {
+                        st.waiters.insert(
+                            rid,
+                            Waiter {
+                                tx: wtx,
+                                request: wire.clone(),
+                                ttl_ms,
+                                queued: false,
+                            },
+                        );
+                    }
+                })
+                .await?;
+            let answer = match asked {
+                Asked::Answered(answer) => answer,
+                Asked::Dropped => {
+                    s.lock().waiters.remove(&rid);
+                    continue;
                 }
-            });
-            let answer = match sent {
-                Ok(rx) => rx
-                    .await
-                    .unwrap_or_else(|_| Err(unavailable("the connection dropped"))),
-                Err(e) if e.kind() == ErrorKind::Unavailable => continue,
-                Err(e) => return Err(e),
             };
             let mut st = s.lock();
             match answer {
@@ -588,10 +619,6 @@ impl Driver for RemoteDriver {
                         waiting: wrx,
                         ahead: usize::try_from(ahead).unwrap_or(usize::MAX),
                     })
-                }
-                Err(e) if e.kind() == ErrorKind::Unavailable => {
-                    st.waiters.remove(&rid);
-                    continue;
                 }
                 Ok(Reply::Granted(w)) => {
                     st.waiters.remove(&rid);
@@ -659,11 +686,14 @@ impl Driver for RemoteDriver {
         let attempt = async {
             loop {
                 s.wait_up().await?;
-                match s.call(Request::Release { lease_id: lease.0 }).await {
-                    Ok(Reply::Released) => return Ok(()),
-                    Ok(other) => return Err(unexpected("release", &other)),
-                    Err(e) if e.kind() == ErrorKind::Unavailable => continue,
-                    Err(e) => return Err(e),
+                let asked = s
+                    .ask(Request::Release { lease_id: lease.0 }, None, |_| {})
+                    .await?;
+                match asked {
+                    Asked::Dropped => continue,
+                    Asked::Answered(Ok(Reply::Released)) => return Ok(()),
+                    Asked::Answered(Ok(other)) => return Err(unexpected("release", &other)),
+                    Asked::Answered(Err(e)) => return Err(e),
                 }
             }
         };
