@@ -1,6 +1,7 @@
 'use strict'
 // Test hooks (`require('leasehold/testing')`): embedded stores on a virtual
-// clock that only `advance` moves, for the shared scenarios; duration
+// clock that only `advance` moves, for the shared scenarios (they run on a
+// single-threaded runtime of their own, so that every run is the same run); duration
 // parsing as every call reads it; and panics on purpose, to show that a
 // Rust panic becomes an INTERNAL error instead of a crash.
 
@@ -8,9 +9,6 @@ const native = require('./lib/native')
 const args = require('./lib/args')
 const { LeaseholdError, fromNative } = require('./lib/errors')
 const { Store } = require('./lib/store')
-
-/** Real milliseconds `advance` pauses after each step (LEASEHOLD_TEST_PAUSE_MS). */
-const pauseMs = Number(process.env.LEASEHOLD_TEST_PAUSE_MS ?? 3)
 
 /** @typedef {import('./testing').VirtualClock} PublicVirtualClock */
 
@@ -25,14 +23,15 @@ class VirtualClock {
   }
 
   /**
-   * Moves the clock by `by`, firing each timer due meanwhile in order; the
-   * core's work runs on its own threads, off the event loop.
+   * Moves the clock by `by`, firing each timer due meanwhile in order and
+   * letting the store's work run after each (on the test stores' own
+   * runtime, off the event loop).
    * @param {import('./index').Duration} by
    * @returns {Promise<void>}
    */
   async advance(by) {
     try {
-      await this.#native.advance(args.requiredDuration('by', by), pauseMs)
+      await this.#native.advance(args.requiredDuration('by', by))
     } catch (error) {
       throw fromNative(error)
     }

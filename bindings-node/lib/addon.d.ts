@@ -1,6 +1,9 @@
 // The exports of the native addon (lib/native.js loads it) (src/*.rs), as the JS layer uses them.
 // Internal: the public API is ../index.d.ts.
 
+/** What an asynchronous export returns: the value when done at the call, else a promise. */
+export type Eventually<T> = T | Promise<T>
+
 /** A duration as the addon takes it: milliseconds, or a string such as '30s'. */
 export type NativeDuration = number | string | null
 
@@ -17,15 +20,15 @@ export class NativeStore {
     wait: NativeDuration,
     margin: NativeDuration,
   ): NativeLock
-  tryAcquire(name: string, ttl: NativeDuration): Promise<NativeManualLease | null>
+  tryAcquire(name: string, ttl: NativeDuration): Eventually<NativeManualLease | null>
   acquire(
     name: string,
     ttl: NativeDuration,
     wait: NativeDuration,
     cancel: Canceller | null,
-  ): Promise<NativeManualLease>
-  holders(lock: string | null): Promise<NativeHolderInfo[]>
-  close(): Promise<void>
+  ): Eventually<NativeManualLease>
+  holders(lock: string | null): Eventually<NativeHolderInfo[]>
+  close(): Eventually<void>
 }
 
 export interface NativeHolderInfo {
@@ -42,8 +45,8 @@ export class NativeLock {
   readonly maxHold: number | null
   readonly wait: number | null
   readonly margin: number
-  begin(key: string, wait: NativeDuration, cancel: Canceller | null): Promise<NativeHolding>
-  tryBegin(key: string): Promise<NativeHolding | null>
+  begin(key: string, wait: NativeDuration, cancel: Canceller | null): Eventually<NativeHolding>
+  tryBegin(key: string): Eventually<NativeHolding | null>
 }
 
 export class NativeHolding {
@@ -54,20 +57,20 @@ export class NativeHolding {
   readonly lossReason: string | null
   readonly remaining: number | null
   watch(onLost: (reason: string) => void): void
-  end(): Promise<void>
+  end(): Eventually<void>
 }
 
 export class NativeManualLease {
   readonly name: string
   readonly fence: bigint
-  extend(d: NativeDuration): Promise<void>
-  release(): Promise<void>
+  extend(d: NativeDuration): Eventually<void>
+  release(): Eventually<void>
 }
 
 export class NativeVirtualClock {
   constructor()
   readonly now: number
-  advance(by: NativeDuration, pauseMs: number): Promise<void>
+  advance(by: NativeDuration): Eventually<void>
 }
 
 export interface Native {
@@ -79,10 +82,10 @@ export interface Native {
     token: string | null,
     caPem: string | null,
     connectTimeout: NativeDuration,
-  ): Promise<NativeStore>
+  ): Eventually<NativeStore>
   errorCodes(): string[]
   memoryWith(clock: NativeVirtualClock | null, renewal: boolean, push: boolean): NativeStore
   parseDuration(text: string): number
   panicNow(message: string): void
-  panicLater(message: string): Promise<void>
+  panicLater(message: string): Eventually<void>
 }

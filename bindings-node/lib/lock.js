@@ -84,7 +84,11 @@ class Lock {
     }
     if (signal?.aborted) {
       // The grant raced the give-up: let it go at once, run nothing (LOCK-18).
-      await holding.end().catch(() => {})
+      try {
+        await holding.end()
+      } catch {
+        // Whatever became of the lease, the call was given up.
+      }
       throw new LeaseholdError('CANCELLED', 'gave up waiting for the key', { cause: signal.reason })
     }
     return run(holding, fn, signal)

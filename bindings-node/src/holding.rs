@@ -4,13 +4,14 @@
 use std::sync::Mutex;
 
 use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease};
-use napi::bindgen_prelude::{BigInt, Object};
+use napi::bindgen_prelude::BigInt;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
+use tokio::runtime::Handle;
 
 use crate::durations;
-use crate::promise;
+use crate::promise::{self, Eventually};
 
 /// The JS function told of a loss, with the reason (`"expired"`, `"revoked"`, …).
 /// Weak: it never keeps the event loop alive by itself.
@@ -23,15 +24,17 @@ pub struct NativeHolding {
     holding: Mutex<Option<Holding>>,
     /// Fired when the holding ends or is dropped: stops the loss watcher.
     done: CancellationToken,
+    runtime: Handle,
 }
 
 impl NativeHolding {
-    /// Wraps a core holding.
-    pub(crate) fn new(holding: Holding) -> NativeHolding {
+    /// Wraps a core holding whose calls run on `runtime`.
+    pub(crate) fn new(holding: Holding, runtime: Handle) -> NativeHolding {
         NativeHolding {
             lease: holding.lease().clone(),
             holding: Mutex::new(Some(holding)),
             done: CancellationToken::new(),
+            runtime,
         }
     }
 }
@@ -88,7 +91,7 @@ impl NativeHolding {
     pub fn watch(&self, on_lost: LossCallback) {
         let lease = self.lease.clone();
         let done = self.done.clone();
-        leasehold::runtime::process_runtime().spawn(async move {
+        self.runtime.spawn(async move {
             tokio::select! {
                 biased;
                 _ = done.cancelled() => {}
@@ -102,15 +105,15 @@ impl NativeHolding {
 
     /// Releases the key (`Holding::end`): rejects `LOST` if the lease was lost
     /// at any point while held (LOCK-10), `CLOSED` if it ended already.
-    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn end<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+    #[napi(catch_unwind)]
+    pub fn end<'env>(&self, env: &'env Env) -> napi::Result<Eventually<'env, ()>> {
         self.done.cancel();
         let holding = self
             .holding
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        promise::spawn(env, async move {
+        promise::spawn(env, &self.runtime, async move {
             match holding {
                 Some(holding) => holding.end().await,
                 None => Err(Error::new(ErrorKind::Closed, "this hold has ended already")),

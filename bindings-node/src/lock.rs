@@ -1,25 +1,26 @@
 //! Locks: asking for a key, waiting in line or not.
 
 use leasehold::{HoldOptions, Lock};
-use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
+use tokio::runtime::Handle;
 
 use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::holding::NativeHolding;
-use crate::promise;
+use crate::promise::{self, Eventually};
 
 /// A lock: a named family of keys with its options (`leasehold::Lock`).
 #[napi]
 pub struct NativeLock {
     lock: Lock,
+    runtime: Handle,
 }
 
 impl NativeLock {
-    /// Wraps a core lock.
-    pub(crate) fn new(lock: Lock) -> NativeLock {
-        NativeLock { lock }
+    /// Wraps a core lock whose calls run on `runtime`.
+    pub(crate) fn new(lock: Lock, runtime: Handle) -> NativeLock {
+        NativeLock { lock, runtime }
     }
 }
 
@@ -57,32 +58,40 @@ impl NativeLock {
 
     /// Waits in line for `key` (`Lock::begin`), at most `wait` (else the
     /// lock's own), until `cancel` fires; resolves with the holding.
-    #[napi(catch_unwind, ts_return_type = "Promise<NativeHolding>")]
+    #[napi(catch_unwind)]
     pub fn begin<'env>(
         &self,
         env: &'env Env,
         key: String,
         wait: Option<JsDuration>,
         cancel: Option<&Canceller>,
-    ) -> napi::Result<Object<'env>> {
+    ) -> napi::Result<Eventually<'env, NativeHolding>> {
         let lock = self.lock.clone();
         let wait = durations::optional("wait", wait);
         let cancel = cancel.map(Canceller::token);
-        promise::spawn(env, async move {
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
             let options = HoldOptions {
                 wait: wait?,
                 cancel,
             };
-            lock.begin(&key, &options).await.map(NativeHolding::new)
+            let holding = lock.begin(&key, &options).await?;
+            Ok(NativeHolding::new(holding, runtime))
         })
     }
 
     /// Holds `key` if it is free (`Lock::try_begin`); `null` when it is held (LOCK-17).
-    #[napi(catch_unwind, ts_return_type = "Promise<NativeHolding | null>")]
-    pub fn try_begin<'env>(&self, env: &'env Env, key: String) -> napi::Result<Object<'env>> {
+    #[napi(catch_unwind)]
+    pub fn try_begin<'env>(
+        &self,
+        env: &'env Env,
+        key: String,
+    ) -> napi::Result<Eventually<'env, Option<NativeHolding>>> {
         let lock = self.lock.clone();
-        promise::spawn(env, async move {
-            Ok(lock.try_begin(&key).await?.map(NativeHolding::new))
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
+            let holding = lock.try_begin(&key).await?;
+            Ok(holding.map(|h| NativeHolding::new(h, runtime)))
         })
     }
 }

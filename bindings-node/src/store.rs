@@ -3,48 +3,53 @@
 
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
-use napi::bindgen_prelude::{BigInt, Object};
+use napi::bindgen_prelude::BigInt;
 use napi::Env;
 use napi_derive::napi;
+use tokio::runtime::Handle;
 
 use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::errors::{thrown, Thrown};
 use crate::lock::NativeLock;
 use crate::manual::NativeManualLease;
-use crate::promise;
+use crate::promise::{self, Eventually};
 
-/// A store of leases (`leasehold::Store`).
+/// A store of leases (`leasehold::Store`), and the runtime its calls run on.
 #[napi]
 pub struct NativeStore {
     store: Store,
+    runtime: Handle,
 }
 
 impl NativeStore {
-    /// Wraps a core store.
-    pub(crate) fn new(store: Store) -> NativeStore {
-        NativeStore { store }
+    /// Wraps a core store whose calls run on `runtime`.
+    pub(crate) fn new(store: Store, runtime: Handle) -> NativeStore {
+        NativeStore { store, runtime }
     }
 }
 
 /// The embedded store, in this process (LOCK-19).
 #[napi(catch_unwind)]
 pub fn memory() -> NativeStore {
-    NativeStore::new(Store::memory())
+    let runtime = promise::process_runtime();
+    let _entered = runtime.enter();
+    NativeStore::new(Store::memory(), runtime.clone())
 }
 
 /// Connects to the server store at `url` (`leasehold://host:port`, or
 /// `leaseholds://` for TLS, trusting `ca_pem`).
-#[napi(catch_unwind, ts_return_type = "Promise<NativeStore>")]
+#[napi(catch_unwind)]
 pub fn connect<'env>(
     env: &'env Env,
     url: String,
     token: Option<String>,
     ca_pem: Option<String>,
     connect_timeout: Option<JsDuration>,
-) -> napi::Result<Object<'env>> {
+) -> napi::Result<Eventually<'env, NativeStore>> {
     let timeout = durations::optional("connectTimeout", connect_timeout);
-    promise::spawn(env, async move {
+    let runtime = promise::process_runtime();
+    promise::spawn(env, &runtime.clone(), async move {
         let mut options = ConnectOptions {
             token,
             ca_pem: ca_pem.map(String::into_bytes),
@@ -53,7 +58,8 @@ pub fn connect<'env>(
         if let Some(timeout) = timeout? {
             options.connect_timeout = timeout;
         }
-        Store::connect(&url, options).await.map(NativeStore::new)
+        let store = Store::connect(&url, options).await?;
+        Ok(NativeStore::new(store, runtime))
     })
 }
 
@@ -100,29 +106,32 @@ impl NativeStore {
             }
             builder.open()
         };
-        open().map(NativeLock::new).map_err(thrown)
+        open()
+            .map(|lock| NativeLock::new(lock, self.runtime.clone()))
+            .map_err(thrown)
     }
 
     /// Takes the manual lease `name` if it is free; `null` when it is held (MANUAL-01).
-    #[napi(catch_unwind, ts_return_type = "Promise<NativeManualLease | null>")]
+    #[napi(catch_unwind)]
     pub fn try_acquire<'env>(
         &self,
         env: &'env Env,
         name: String,
         ttl: Option<JsDuration>,
-    ) -> napi::Result<Object<'env>> {
+    ) -> napi::Result<Eventually<'env, Option<NativeManualLease>>> {
         let store = self.store.clone();
         let ttl = durations::optional("ttl", ttl);
-        promise::spawn(env, async move {
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
             let ttl = ttl?.unwrap_or(leasehold::duration::DEFAULT_TTL);
             let lease = store.try_acquire(&name, ttl).await?;
-            Ok(lease.map(NativeManualLease::new))
+            Ok(lease.map(|l| NativeManualLease::new(l, runtime)))
         })
     }
 
     /// Waits for the manual lease `name` (MANUAL-02), at most `wait`, until
     /// `cancel` fires.
-    #[napi(catch_unwind, ts_return_type = "Promise<NativeManualLease>")]
+    #[napi(catch_unwind)]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
@@ -130,31 +139,32 @@ impl NativeStore {
         ttl: Option<JsDuration>,
         wait: Option<JsDuration>,
         cancel: Option<&Canceller>,
-    ) -> napi::Result<Object<'env>> {
+    ) -> napi::Result<Eventually<'env, NativeManualLease>> {
         let store = self.store.clone();
         let ttl = durations::optional("ttl", ttl);
         let wait = durations::optional("wait", wait);
         let cancel = cancel.map(Canceller::token);
-        promise::spawn(env, async move {
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
             let ttl = ttl?.unwrap_or(leasehold::duration::DEFAULT_TTL);
             let options = HoldOptions {
                 wait: wait?,
                 cancel,
             };
             let lease = store.acquire(&name, ttl, &options).await?;
-            Ok(NativeManualLease::new(lease))
+            Ok(NativeManualLease::new(lease, runtime))
         })
     }
 
     /// The holders of lock `lock` (or of every lock).
-    #[napi(catch_unwind, ts_return_type = "Promise<HolderInfo[]>")]
+    #[napi(catch_unwind)]
     pub fn holders<'env>(
         &self,
         env: &'env Env,
         lock: Option<String>,
-    ) -> napi::Result<Object<'env>> {
+    ) -> napi::Result<Eventually<'env, Vec<HolderInfo>>> {
         let store = self.store.clone();
-        promise::spawn(env, async move {
+        promise::spawn(env, &self.runtime, async move {
             let holders = store.holders(lock.as_deref()).await?;
             Ok(holders
                 .into_iter()
@@ -170,10 +180,10 @@ impl NativeStore {
     }
 
     /// Closes the store: its leases end, its waiting calls fail `CLOSED`.
-    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+    #[napi(catch_unwind)]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Eventually<'env, ()>> {
         let store = self.store.clone();
-        promise::spawn(env, async move {
+        promise::spawn(env, &self.runtime, async move {
             store.close().await;
             Ok(())
         })

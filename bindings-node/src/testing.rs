@@ -1,19 +1,45 @@
 //! Test hooks (the JS module `leasehold/testing`): embedded stores on a
 //! virtual clock, duration parsing for the scenario runner, and panics on
 //! purpose to show they become `INTERNAL` errors.
+//!
+//! A test store and its clock run on one current-thread runtime of their
+//! own (on a thread of its own, off Node's event loop), as the Rust runner
+//! runs the scenarios: `advance` moves the clock one sleeper's deadline at a
+//! time and lets every task that step woke run before it moves on, so the
+//! runs are the same run whatever else loads the machine.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use leasehold::clock::VirtualClock;
 use leasehold::{MemoryOptions, Store};
-use napi::bindgen_prelude::Object;
 use napi::Env;
 use napi_derive::napi;
+use tokio::runtime::{Builder, Handle};
 
 use crate::durations::{self, JsDuration};
 use crate::errors::{thrown, Thrown};
-use crate::promise;
+use crate::promise::{self, Eventually};
 use crate::store::NativeStore;
+
+/// The runtime of the test stores: current-thread, driven by a thread of its own.
+fn test_runtime() -> Handle {
+    static RUNTIME: OnceLock<Handle> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            let runtime = Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the test runtime starts");
+            let handle = runtime.handle().clone();
+            std::thread::Builder::new()
+                .name("leasehold-test".into())
+                .spawn(move || runtime.block_on(std::future::pending::<()>()))
+                .expect("the test runtime's thread starts");
+            handle
+        })
+        .clone()
+}
 
 /// A virtual clock (`leasehold::clock::VirtualClock`) that only tests move.
 #[napi]
@@ -37,24 +63,19 @@ impl NativeVirtualClock {
         durations::millis(self.clock.now().since_origin())
     }
 
-    /// Moves the clock by `by`, one sleeper's deadline at a time, pausing
-    /// `pause_ms` of real time after each step so that the runtime's threads
-    /// run what it woke (`VirtualClock::advance_blocking`), off the event loop.
-    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
+    /// Moves the clock by `by` on the test runtime (`VirtualClock::advance`),
+    /// firing each timer due meanwhile in order.
+    #[napi(catch_unwind)]
     pub fn advance<'env>(
         &self,
         env: &'env Env,
         by: JsDuration,
-        pause_ms: f64,
-    ) -> napi::Result<Object<'env>> {
+    ) -> napi::Result<Eventually<'env, ()>> {
         let clock = self.clock.clone();
         let by = durations::duration("by", by);
-        let pause = durations::duration("pause", napi::bindgen_prelude::Either::A(pause_ms));
-        promise::spawn(env, async move {
-            let (by, pause) = (by?, pause?);
-            tokio::task::spawn_blocking(move || clock.advance_blocking(by, pause))
-                .await
-                .map_err(|e| leasehold::Error::new(leasehold::ErrorKind::Internal, e.to_string()))
+        promise::spawn(env, &test_runtime(), async move {
+            clock.advance(by?).await;
+            Ok(())
         })
     }
 }
@@ -67,14 +88,17 @@ impl Default for NativeVirtualClock {
 
 /// An embedded store on `clock` (a virtual one, or the real clock when
 /// `null`), whose leases run out unless renewed when `renewal`, and whose
-/// waiters poll instead of being pushed grants unless `push`.
+/// waiters poll instead of being pushed grants unless `push`. It runs on
+/// the test runtime.
 #[napi(catch_unwind)]
 pub fn memory_with(clock: Option<&NativeVirtualClock>, renewal: bool, push: bool) -> NativeStore {
     let mut options = MemoryOptions::default().renewal(renewal).push(push);
     if let Some(c) = clock {
         options = options.clock(c.clock.clone().into());
     }
-    NativeStore::new(Store::memory_with(options))
+    let runtime = test_runtime();
+    let _entered = runtime.enter();
+    NativeStore::new(Store::memory_with(options), runtime.clone())
 }
 
 /// A duration string in milliseconds, as every call reads it.
@@ -92,9 +116,9 @@ pub fn panic_now(message: String) {
 }
 
 /// Panics on the runtime: the promise rejects `INTERNAL`.
-#[napi(catch_unwind, ts_return_type = "Promise<void>")]
-pub fn panic_later<'env>(env: &'env Env, message: String) -> napi::Result<Object<'env>> {
-    promise::spawn(env, async move {
+#[napi(catch_unwind)]
+pub fn panic_later<'env>(env: &'env Env, message: String) -> napi::Result<Eventually<'env, ()>> {
+    promise::spawn(env, &promise::process_runtime(), async move {
         tokio::time::sleep(Duration::from_millis(1)).await;
         if !message.is_empty() {
             panic!("{message}");
