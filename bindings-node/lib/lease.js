@@ -86,4 +86,20 @@ class Lease {
   }
 }
 
-module.exports = { Lease, abortLease, lostError }
+/**
+ * Once the store ended `lease` (its store was closed), aborts its signal
+ * with the loss, without waiting for the weak watcher: a caller that awaits
+ * `store.close()` finds every lease of the store lost and told.
+ * @param {Lease} lease
+ * @param {NativeHolding} native
+ * @returns {Promise<void>}
+ */
+async function deliverLoss(lease, native) {
+  const until = Date.now() + 1_000
+  while (!native.lost && Date.now() < until) {
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  if (native.lost) abortLease(lease, lostError(native.lossReason))
+}
+
+module.exports = { Lease, abortLease, deliverLoss, lostError }

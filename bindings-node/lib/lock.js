@@ -6,24 +6,55 @@
 const native = require('./native')
 const args = require('./args')
 const { LeaseholdError, LostError, fromNative } = require('./errors')
-const { Lease, abortLease } = require('./lease')
+const { Lease, abortLease, deliverLoss } = require('./lease')
 
 /** @typedef {import('./addon').NativeLock} NativeLock */
 /** @typedef {import('./addon').NativeHolding} NativeHolding */
 
 /** @typedef {import('../index').Lock} PublicLock */
 
+/**
+ * The keys a store's locks hold while their functions run, so that closing
+ * the store can tell each function of its loss before `close()` resolves.
+ */
+class Held {
+  /** @type {Map<Lease, NativeHolding>} */
+  #leases = new Map()
+
+  /**
+   * @param {Lease} lease
+   * @param {NativeHolding} holding
+   */
+  add(lease, holding) {
+    this.#leases.set(lease, holding)
+  }
+
+  /** @param {Lease} lease */
+  delete(lease) {
+    this.#leases.delete(lease)
+  }
+
+  /** Tells every function still running that its lease ended with the store. */
+  async closed() {
+    await Promise.all([...this.#leases].map(([lease, holding]) => deliverLoss(lease, holding)))
+  }
+}
+
 /** @implements {PublicLock} */
 class Lock {
   /** @type {NativeLock} */
   #native
+  /** @type {Held} */
+  #held
 
   /**
    * Made by `store.lock`; not for callers.
    * @param {NativeLock} native
+   * @param {Held} held the store's held keys
    */
-  constructor(native) {
+  constructor(native, held) {
     this.#native = native
+    this.#held = held
   }
 
   /** The lock's name. */
@@ -91,7 +122,7 @@ class Lock {
       }
       throw new LeaseholdError('CANCELLED', 'gave up waiting for the key', { cause: signal.reason })
     }
-    return run(holding, fn, signal)
+    return run(holding, fn, signal, this.#held)
   }
 
   /**
@@ -111,7 +142,7 @@ class Lock {
     } catch (error) {
       throw fromNative(error)
     }
-    return holding === null ? null : run(holding, fn, null)
+    return holding === null ? null : run(holding, fn, null, this.#held)
   }
 }
 
@@ -122,10 +153,28 @@ class Lock {
  * @param {NativeHolding} holding
  * @param {(lease: Lease) => T | PromiseLike<T>} fn
  * @param {AbortSignal | null} signal
+ * @param {Held} held
  * @returns {Promise<T>}
  */
-async function run(holding, fn, signal) {
+async function run(holding, fn, signal, held) {
   const lease = new Lease(holding)
+  held.add(lease, holding)
+  try {
+    return await runHeld(holding, lease, fn, signal)
+  } finally {
+    held.delete(lease)
+  }
+}
+
+/**
+ * @template T
+ * @param {NativeHolding} holding
+ * @param {Lease} lease
+ * @param {(lease: Lease) => T | PromiseLike<T>} fn
+ * @param {AbortSignal | null} signal
+ * @returns {Promise<T>}
+ */
+async function runHeld(holding, lease, fn, signal) {
   let cancelled = false
   const stop = () => {
     cancelled = true
@@ -165,4 +214,4 @@ async function run(holding, fn, signal) {
   return outcome.value
 }
 
-module.exports = { Lock }
+module.exports = { Lock, Held }

@@ -5,7 +5,7 @@
 const native = require('./native')
 const args = require('./args')
 const { fromNative } = require('./errors')
-const { Lock } = require('./lock')
+const { Lock, Held } = require('./lock')
 const { ManualLease } = require('./manual')
 
 /** @typedef {import('./addon').NativeStore} NativeStore */
@@ -17,6 +17,8 @@ const { ManualLease } = require('./manual')
 class Store {
   /** @type {NativeStore} */
   #native
+  /** The keys its locks hold while their functions run. */
+  #held = new Held()
 
   /**
    * Made by `memory()` and `connect()`; not for callers.
@@ -42,7 +44,7 @@ class Store {
     const wait = args.duration('wait', given.wait)
     const margin = args.duration('margin', given.margin)
     try {
-      return new Lock(this.#native.lock(name, ttl, maxHold, wait, margin))
+      return new Lock(this.#native.lock(name, ttl, maxHold, wait, margin), this.#held)
     } catch (error) {
       throw fromNative(error)
     }
@@ -108,8 +110,9 @@ class Store {
   }
 
   /**
-   * Closes the store: every lease it gave ends (its holders see LOST), every
-   * waiting call fails CLOSED, later calls fail CLOSED.
+   * Closes the store: every lease it gave ends (its holders see LOST, and
+   * each `lease.signal` has aborted when `close` resolves), every waiting
+   * call fails CLOSED, later calls fail CLOSED.
    * @returns {Promise<void>}
    */
   async close() {
@@ -118,6 +121,7 @@ class Store {
     } catch (error) {
       throw fromNative(error)
     }
+    await this.#held.closed()
   }
 }
 
