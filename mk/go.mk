@@ -64,7 +64,7 @@ demo-holder-go: go-toolchain go-lib
 
 bench-go: go-toolchain
 	$(CARGO) build --release -p leasehold-ffi -p leasehold-server
-	$(CARGO) build --release -p leasehold-ffi --example hold_cycle
+	$(CARGO) build --release -p leasehold-ffi --example ffi_hold_cycle
 	mkdir -p $(GO_LIB_DIR)
 	cp $(CARGO_TARGET_DIR)/release/libleasehold_ffi.a $(GO_LIB_DIR)/
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO_DIR)/scripts/bench.sh

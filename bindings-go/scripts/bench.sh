@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench-go: the hold cycle through Go (go test -bench HoldCycle) next to
-# the same cycle in Rust (ffi/examples/hold_cycle.rs), on the embedded store
+# the same cycle in Rust (ffi/examples/ffi_hold_cycle.rs), on the embedded store
 # and on a server store, in interleaved rounds; prints each round, the
 # medians and the Go/Rust ratio. Expects the release builds (see mk/go.mk).
 set -euo pipefail
@@ -10,21 +10,14 @@ rounds=${BENCH_ROUNDS:-3}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 for round in $(seq "$rounds"); do
-  "$target/release/examples/hold_cycle" "$target/release/leasehold" 100000 | sed "s/^/round $round /" | tee -a "$out"
+  "$target/release/examples/ffi_hold_cycle" "$target/release/leasehold" 100000 | sed "s/^/round $round /" | tee -a "$out"
   LEASEHOLD_BIN="$target/release/leasehold" go test -run '^$' -bench HoldCycle -benchtime 2s -count=1 ./locks/ |
     awk -v r="$round" '/^BenchmarkHoldCycle\// { split($1, n, "[/-]"); print "round " r " go " n[2] " " $3 " ns/op" }' | tee -a "$out"
 done
-awk '
-  { v[$3 " " $4][++c[$3 " " $4]] = $5 }
-  function median(k,   n, i, j, t) {
-    n = c[k]
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (v[k][j] < v[k][i]) { t = v[k][i]; v[k][i] = v[k][j]; v[k][j] = t }
-    return v[k][int((n + 1) / 2)]
-  }
-  END {
-    for (s = 1; s <= 2; s++) {
-      store = s == 1 ? "embedded" : "server"
-      g = median("go " store); r = median("rust " store)
-      printf "median %-8s go %7d ns/op  rust %7d ns/op  go/rust %.2fx\n", store, g, r, g / r
-    }
-  }' "$out"
+# median of one side's rounds: median SIDE STORE
+median() { awk -v s="$1" -v k="$2" '$3 == s && $4 == k { print $5 }' "$out" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+for store in embedded server; do
+  g=$(median go "$store")
+  r=$(median rust "$store")
+  awk -v s="$store" -v g="$g" -v r="$r" 'BEGIN { printf "median %-8s go %7d ns/op  rust %7d ns/op  go/rust %.2fx\n", s, g, r, g / r }'
+done

@@ -3,7 +3,7 @@
 //! runtime from a thread outside it), on one uncontended key, on the
 //! embedded store and on a server store this program starts.
 //!
-//! `cargo run --release -p leasehold-ffi --example hold_cycle -- PATH/TO/leasehold [ITERATIONS]`
+//! `cargo run --release -p leasehold-ffi --example ffi_hold_cycle -- PATH/TO/leasehold [ITERATIONS]`
 //! prints `rust embedded N ns/op` and `rust server N ns/op` (`make bench-go`
 //! runs it next to `go test -bench HoldCycle` and prints the ratio).
 
@@ -37,8 +37,12 @@ fn cycle(store: &Store, n: u32) -> f64 {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let server = args.next().expect("usage: hold_cycle PATH/TO/leasehold [ITERATIONS]");
-    let n: u32 = args.next().map_or(200_000, |s| s.parse().expect("a number"));
+    let server = args
+        .next()
+        .expect("usage: ffi_hold_cycle PATH/TO/leasehold [ITERATIONS]");
+    let n: u32 = args
+        .next()
+        .map_or(200_000, |s| s.parse().expect("a number"));
 
     let embedded = Store::memory();
     println!("rust embedded {:.0} ns/op", cycle(&embedded, n));
