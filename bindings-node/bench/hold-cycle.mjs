@@ -3,7 +3,9 @@
 // embedded store and on a server store process started here (release
 // builds). One cycle: Node `await lock.hold(key, fn)` with an empty `fn`;
 // Rust `lock.begin(key).await` + `holding.end().await`; one key, uncontended.
-// Rounds alternate Rust and Node; the median of each is reported.
+// Rounds alternate Rust and Node, so that each Node round is compared with
+// the Rust round just before it on a machine as loaded as it was then; the
+// medians of the times and of the per-round ratios are reported.
 //
 //   node bench/hold-cycle.mjs [EMBEDDED_CYCLES] [SERVER_CYCLES] [ROUNDS]
 
@@ -21,7 +23,7 @@ const target = process.env.CARGO_TARGET_DIR ?? join(repo, 'target')
 const [embeddedCycles, serverCycles, rounds] = [
   Number(process.argv[2] ?? 20_000),
   Number(process.argv[3] ?? 5_000),
-  Number(process.argv[4] ?? 5),
+  Number(process.argv[4] ?? 7),
 ]
 
 /** Starts the release server on a free port; resolves with its URL and a stop function. */
@@ -92,7 +94,16 @@ try {
       node.push(await nodeCycle(store, cycles))
       await store.close()
     }
-    results.push({ kind, cycles, rust: median(rust), node: median(node) })
+    const ratios = node.map((n, i) => n / rust[i])
+    results.push({
+      kind,
+      cycles,
+      rust: median(rust),
+      node: median(node),
+      ratio: median(ratios),
+      low: Math.min(...ratios),
+      high: Math.max(...ratios),
+    })
   }
 } finally {
   await server.stop()
@@ -101,11 +112,11 @@ try {
 console.log(
   `hold cycle, median of ${rounds} rounds (µs per cycle; Node: await lock.hold(key, fn); Rust: begin + end)`,
 )
-console.log('store      cycles   Rust µs   Node µs   Node/Rust')
+console.log('store      cycles   Rust µs   Node µs   Node/Rust (median of rounds; lowest-highest)')
 for (const r of results) {
   console.log(
     `${r.kind.padEnd(9)}  ${String(r.cycles).padStart(6)}  ${r.rust.toFixed(2).padStart(8)}  ${r.node
       .toFixed(2)
-      .padStart(8)}   ${(r.node / r.rust).toFixed(2)}x`,
+      .padStart(8)}   ${r.ratio.toFixed(2)}x (${r.low.toFixed(2)}-${r.high.toFixed(2)})`,
   )
 }

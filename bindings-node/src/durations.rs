@@ -33,3 +33,35 @@ pub(crate) fn optional(what: &str, d: Option<JsDuration>) -> leasehold::Result<O
 pub(crate) fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // LOCK-13: numbers are milliseconds, strings are the core's; bad numbers fail InvalidTtl.
+    #[test]
+    fn lock_13_js_durations() {
+        assert_eq!(
+            duration("ttl", Either::A(1500.0)).unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            duration("ttl", Either::B("1m30s".into())).unwrap(),
+            Duration::from_secs(90)
+        );
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e300] {
+            assert_eq!(
+                duration("ttl", Either::A(bad)).unwrap_err().kind(),
+                ErrorKind::InvalidTtl
+            );
+        }
+        assert_eq!(
+            duration("ttl", Either::B("soon".into()))
+                .unwrap_err()
+                .kind(),
+            ErrorKind::InvalidTtl
+        );
+        assert_eq!(optional("wait", None).unwrap(), None);
+        assert_eq!(millis(Duration::from_micros(1500)), 1.5);
+    }
+}
