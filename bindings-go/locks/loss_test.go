@@ -55,7 +55,7 @@ func TestLock09LossCancelsTheCtxWithErrLost(t *testing.T) {
 		return nil
 	})
 	lost := within(t, "the grant", started)
-	if err := clock.Advance(11*time.Second, 5*time.Millisecond); err != nil {
+	if err := clock.Advance(11*time.Second, advancePause); err != nil {
 		t.Fatal(err)
 	}
 	err = <-done
@@ -84,7 +84,7 @@ func TestLock10TheFunctionsOwnErrorIsKept(t *testing.T) {
 		return own
 	})
 	within(t, "the grant", started)
-	if err := clock.Advance(2*time.Second, 5*time.Millisecond); err != nil {
+	if err := clock.Advance(2*time.Second, advancePause); err != nil {
 		t.Fatal(err)
 	}
 	err = <-done
@@ -110,7 +110,7 @@ func TestLock05HoldingAgainAfterALossIsANewFence(t *testing.T) {
 		return nil
 	})
 	first := within(t, "the grant", started).Fence
-	if err := clock.Advance(2*time.Second, 5*time.Millisecond); err != nil {
+	if err := clock.Advance(2*time.Second, advancePause); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; !errors.Is(err, ErrLost) {
@@ -140,7 +140,7 @@ func TestLock06RenewedWhileTheFunctionRuns(t *testing.T) {
 		return ctx.Err()
 	})
 	lease := within(t, "the grant", started)
-	if err := clock.Advance(30*time.Second, 5*time.Millisecond); err != nil {
+	if err := clock.Advance(30*time.Second, advancePause); err != nil {
 		t.Fatal(err)
 	}
 	if lease.Lost() {

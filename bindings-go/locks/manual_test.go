@@ -92,13 +92,13 @@ func TestManual03ExtendAndManual04UnlockAfterALoss(t *testing.T) {
 	if err := lease.Extend(ctx, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := clock.Advance(2*time.Second, 5*time.Millisecond); err != nil {
+	if err := clock.Advance(2*time.Second, advancePause); err != nil {
 		t.Fatal(err)
 	}
 	if _, held, _ := store.TryLock(ctx, "x", time.Second); held {
 		t.Fatal("Extend did not set now + 3s")
 	}
-	if err := clock.Advance(2*time.Second, 5*time.Millisecond); err != nil {
+	if err := clock.Advance(2*time.Second, advancePause); err != nil {
 		t.Fatal(err)
 	}
 	newer, held, err := store.TryLock(ctx, "x", time.Minute)
