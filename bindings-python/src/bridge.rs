@@ -27,6 +27,7 @@ use leasehold::ErrorKind;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
+use tokio::runtime::Handle;
 
 use crate::errors;
 use crate::runtime;
@@ -328,22 +329,75 @@ fn poll_now<F: Future + ?Sized>(work: Pin<&mut F>, waker: &Waker) -> Poll<F::Out
 }
 
 /// An asyncio awaitable of the core future `fut` (see the module's doc).
-pub fn awaitable<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+/// With `on`, the future runs as a task of that runtime instead (a test
+/// store's, see `testing`), aborted if the awaiting task is cancelled.
+pub fn awaitable<'py, F, T>(
+    py: Python<'py>,
+    on: Option<&Handle>,
+    fut: F,
+) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = leasehold::Result<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    bridge(py, fut, false)
+    match on {
+        Some(runtime) => bridge(py, OnRuntime::spawn(runtime, fut, false), false),
+        None => bridge(py, fut, false),
+    }
 }
 
 /// [`awaitable`] for work that must finish once begun (a release, a close):
 /// cancelling the awaiting task moves it to the runtime, where it runs on (LOCK-11).
-pub fn shielded<'py, F, T>(py: Python<'py>, fut: F) -> PyResult<Bound<'py, PyAny>>
+pub fn shielded<'py, F, T>(
+    py: Python<'py>,
+    on: Option<&Handle>,
+    fut: F,
+) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = leasehold::Result<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    bridge(py, fut, true)
+    match on {
+        Some(runtime) => bridge(py, OnRuntime::spawn(runtime, fut, true), true),
+        None => bridge(py, fut, true),
+    }
+}
+
+/// A core future run as a task of another runtime; dropped, it aborts the
+/// task unless shielded.
+struct OnRuntime<T> {
+    task: tokio::task::JoinHandle<leasehold::Result<T>>,
+    shielded: bool,
+}
+
+impl<T: Send + 'static> OnRuntime<T> {
+    fn spawn<F>(runtime: &Handle, fut: F, shielded: bool) -> OnRuntime<T>
+    where
+        F: Future<Output = leasehold::Result<T>> + Send + 'static,
+    {
+        OnRuntime {
+            task: runtime.spawn(fut),
+            shielded,
+        }
+    }
+}
+
+impl<T> Future for OnRuntime<T> {
+    type Output = leasehold::Result<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.task)
+            .poll(cx)
+            .map(|joined| joined.unwrap_or_else(|e| Err(runtime::lost_task(e))))
+    }
+}
+
+impl<T> Drop for OnRuntime<T> {
+    fn drop(&mut self) {
+        if !self.shielded {
+            self.task.abort();
+        }
+    }
 }
 
 fn bridge<'py, F, T>(py: Python<'py>, fut: F, shielded: bool) -> PyResult<Bound<'py, PyAny>>

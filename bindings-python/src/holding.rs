@@ -4,6 +4,7 @@ use std::sync::Mutex;
 
 use leasehold::{ErrorKind, Holding, Lease};
 use pyo3::prelude::*;
+use tokio::runtime::Handle;
 
 use crate::bridge::{self, Watch};
 use crate::errors;
@@ -19,14 +20,17 @@ pub struct PyHolding {
     lease: Lease,
     /// The watch for a loss, stopped when the holding ends.
     watch: Mutex<Option<Watch>>,
+    /// The runtime its calls run on, for a test store.
+    runtime: Option<Handle>,
 }
 
 impl PyHolding {
-    pub fn new(holding: Holding) -> PyHolding {
+    pub fn new(holding: Holding, runtime: Option<Handle>) -> PyHolding {
         PyHolding {
             lease: holding.lease().clone(),
             holding: Mutex::new(Some(holding)),
             watch: Mutex::new(None),
+            runtime,
         }
     }
 
@@ -85,7 +89,7 @@ impl PyHolding {
     /// awaiting task does not stop it (LOCK-11).
     fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let holding = self.take(py)?;
-        bridge::shielded(py, holding.end())
+        bridge::shielded(py, self.runtime.as_ref(), holding.end())
     }
 
     /// [`PyHolding::end`] for code without an event loop: waits without the GIL.

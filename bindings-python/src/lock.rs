@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use leasehold::{HoldOptions, Lock};
 use pyo3::prelude::*;
+use tokio::runtime::Handle;
 
 use crate::bridge;
 use crate::convert;
@@ -14,11 +15,13 @@ use crate::runtime;
 #[pyclass(module = "leasehold._native", name = "Lock", frozen)]
 pub struct PyLock {
     lock: Lock,
+    /// The runtime its calls run on, for a test store (else polled on the event loop).
+    runtime: Option<Handle>,
 }
 
 impl PyLock {
-    pub fn new(lock: Lock) -> PyLock {
-        PyLock { lock }
+    pub fn new(lock: Lock, runtime: Option<Handle>) -> PyLock {
+        PyLock { lock, runtime }
     }
 }
 
@@ -74,8 +77,11 @@ impl PyLock {
         let key = convert::name(key, "key")?;
         let options = hold_options(wait)?;
         let lock = self.lock.clone();
-        bridge::awaitable(py, async move {
-            lock.begin(&key, &options).await.map(PyHolding::new)
+        let runtime = self.runtime.clone();
+        bridge::awaitable(py, self.runtime.as_ref(), async move {
+            lock.begin(&key, &options)
+                .await
+                .map(|h| PyHolding::new(h, runtime))
         })
     }
 
@@ -88,8 +94,11 @@ impl PyLock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let key = convert::name(key, "key")?;
         let lock = self.lock.clone();
-        bridge::awaitable(py, async move {
-            lock.try_begin(&key).await.map(|h| h.map(PyHolding::new))
+        let runtime = self.runtime.clone();
+        bridge::awaitable(py, self.runtime.as_ref(), async move {
+            lock.try_begin(&key)
+                .await
+                .map(|h| h.map(|h| PyHolding::new(h, runtime)))
         })
     }
 
@@ -104,7 +113,8 @@ impl PyLock {
     ) -> PyResult<PyHolding> {
         let key = convert::name(key, "key")?;
         let options = hold_options(wait)?;
-        runtime::wait_core(py, self.lock.begin(&key, &options)).map(PyHolding::new)
+        runtime::wait_core(py, self.lock.begin(&key, &options))
+            .map(|h| PyHolding::new(h, self.runtime.clone()))
     }
 
     /// [`PyLock::try_begin`] for code without an event loop.
@@ -114,7 +124,8 @@ impl PyLock {
         key: &Bound<'_, PyAny>,
     ) -> PyResult<Option<PyHolding>> {
         let key = convert::name(key, "key")?;
-        runtime::wait_core(py, self.lock.try_begin(&key)).map(|h| h.map(PyHolding::new))
+        runtime::wait_core(py, self.lock.try_begin(&key))
+            .map(|h| h.map(|h| PyHolding::new(h, self.runtime.clone())))
     }
 
     /// Benchmark hook: `cycles` holds of `key` begun and ended in Rust,

@@ -2,6 +2,7 @@
 
 use leasehold::ManualLease;
 use pyo3::prelude::*;
+use tokio::runtime::Handle;
 
 use crate::bridge;
 use crate::convert;
@@ -12,11 +13,13 @@ use crate::convert;
 #[pyclass(module = "leasehold._native", name = "ManualLease", frozen)]
 pub struct PyManualLease {
     lease: ManualLease,
+    /// The runtime its calls run on, for a test store.
+    runtime: Option<Handle>,
 }
 
 impl PyManualLease {
-    pub fn new(lease: ManualLease) -> PyManualLease {
-        PyManualLease { lease }
+    pub fn new(lease: ManualLease, runtime: Option<Handle>) -> PyManualLease {
+        PyManualLease { lease, runtime }
     }
 }
 
@@ -40,14 +43,22 @@ impl PyManualLease {
     fn extend<'py>(&self, py: Python<'py>, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let by = convert::duration(by, "the extension")?;
         let lease = self.lease.clone();
-        bridge::awaitable(py, async move { lease.extend(by).await })
+        bridge::awaitable(
+            py,
+            self.runtime.as_ref(),
+            async move { lease.extend(by).await },
+        )
     }
 
     /// Releases the lease if it still owns its name (MANUAL-04); after a
     /// confirmed release or loss, later calls do nothing.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let lease = self.lease.clone();
-        bridge::awaitable(py, async move { lease.release().await })
+        bridge::awaitable(
+            py,
+            self.runtime.as_ref(),
+            async move { lease.release().await },
+        )
     }
 
     fn __repr__(&self) -> String {

@@ -3,6 +3,7 @@
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
 use pyo3::prelude::*;
+use tokio::runtime::Handle;
 
 use crate::bridge;
 use crate::convert;
@@ -15,11 +16,27 @@ use crate::runtime;
 pub struct PyStore {
     store: Store,
     kind: &'static str,
+    /// The runtime its calls run on, for a test store (`testing`); `None`:
+    /// polled on the calling event loop's thread.
+    runtime: Option<Handle>,
 }
 
 impl PyStore {
     pub fn new(store: Store, kind: &'static str) -> PyStore {
-        PyStore { store, kind }
+        PyStore {
+            store,
+            kind,
+            runtime: None,
+        }
+    }
+
+    /// A test store whose calls run as tasks of `runtime`.
+    pub fn on_runtime(store: Store, runtime: Handle) -> PyStore {
+        PyStore {
+            store,
+            kind: "memory",
+            runtime: Some(runtime),
+        }
     }
 }
 
@@ -58,7 +75,7 @@ impl PyStore {
         }
         builder
             .open()
-            .map(PyLock::new)
+            .map(|l| PyLock::new(l, self.runtime.clone()))
             .map_err(|e| crate::errors::to_py(py, e))
     }
 
@@ -73,11 +90,12 @@ impl PyStore {
         let name = convert::name(name, "lease name")?;
         let ttl = convert::duration(ttl, "ttl")?;
         let store = self.store.clone();
-        bridge::awaitable(py, async move {
+        let runtime = self.runtime.clone();
+        bridge::awaitable(py, self.runtime.as_ref(), async move {
             store
                 .try_acquire(&name, ttl)
                 .await
-                .map(|l| l.map(PyManualLease::new))
+                .map(|l| l.map(|l| PyManualLease::new(l, runtime)))
         })
     }
 
@@ -98,11 +116,12 @@ impl PyStore {
             cancel: None,
         };
         let store = self.store.clone();
-        bridge::awaitable(py, async move {
+        let runtime = self.runtime.clone();
+        bridge::awaitable(py, self.runtime.as_ref(), async move {
             store
                 .acquire(&name, ttl, &options)
                 .await
-                .map(PyManualLease::new)
+                .map(|l| PyManualLease::new(l, runtime))
         })
     }
 
@@ -110,7 +129,7 @@ impl PyStore {
     /// The close runs on its own: cancelling the awaiting task does not stop it.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let store = self.store.clone();
-        bridge::shielded(py, async move {
+        bridge::shielded(py, self.runtime.as_ref(), async move {
             store.close().await;
             Ok(())
         })
@@ -166,7 +185,7 @@ pub fn connect<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let url = convert::name(url, "store URL")?;
     let options = connect_options(token, ca_pem)?;
-    bridge::awaitable(py, async move {
+    bridge::awaitable(py, None, async move {
         Store::connect(&url, options)
             .await
             .map(|s| PyStore::new(s, "server"))

@@ -1,0 +1,76 @@
+"""Fixtures: a real server store process (``leasehold serve``) for the tests."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def server_binary() -> pathlib.Path:
+    """The debug build of ``leasehold serve`` (``cargo build -p leasehold-server``)."""
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    binary = pathlib.Path(os.environ.get("LEASEHOLD_SERVER", target / "debug" / "leasehold"))
+    if not binary.exists():
+        raise RuntimeError(f"no server binary at {binary}: run `cargo build -p leasehold-server`")
+    return binary
+
+
+@dataclass
+class Server:
+    """A running server store: its URL and process."""
+
+    url: str
+    process: subprocess.Popen[str]
+    data_dir: str
+
+
+def start_server(*extra: str) -> Server:
+    """Starts ``leasehold serve`` on a free loopback port; waits for its line."""
+    data_dir = tempfile.mkdtemp(prefix="leasehold-py-")
+    process = subprocess.Popen(
+        [str(server_binary()), "serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        process.kill()
+        raise RuntimeError(f"the server store did not start: {line!r}")
+    return Server("leasehold://" + line.removeprefix("listening on "), process, data_dir)
+
+
+def stop_server(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[Server]:
+    """One server store for the session, open to every connection."""
+    running = start_server()
+    yield running
+    stop_server(running)
+
+
+@pytest.fixture(scope="session")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server store with a tokens file: ``writer-token`` may hold, ``reader-token`` may only read."""
+    tokens = tmp_path_factory.mktemp("tokens") / "tokens"
+    tokens.write_text("writer-token write\nreader-token read\n")
+    running = start_server("--tokens", str(tokens))
+    yield running
+    stop_server(running)
