@@ -27,7 +27,7 @@ go-toolchain:
 
 # The static library (debug) where the package's #cgo flags look, and the server the tests start.
 go-lib:
-	$(CARGO) build -p leasehold-ffi -p leasehold-server
+	$(CARGO) build -q -p leasehold-ffi -p leasehold-server
 	mkdir -p $(GO_LIB_DIR)
 	cp $(CARGO_TARGET_DIR)/debug/libleasehold_ffi.a $(GO_LIB_DIR)/
 
