@@ -5,6 +5,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use leasehold::{runtime, CancellationToken, Error, ErrorKind, Result};
+use tokio::runtime::Handle;
 
 use crate::error::lh_error;
 
@@ -33,11 +34,12 @@ pub(crate) fn run(f: impl FnOnce() -> Result<()>) -> *mut lh_error {
     }
 }
 
-/// Runs `fut` to completion on the process's runtime, blocking the calling
-/// thread (the callers, such as Go's, have no runtime of their own).
-pub(crate) fn block_on<T>(fut: impl Future<Output = Result<T>>) -> Result<T> {
+/// Runs `fut` to completion on `rt`, the runtime of the store it belongs
+/// to, blocking the calling thread (the callers, such as Go's, have no
+/// runtime of their own).
+pub(crate) fn block_on<T>(rt: &Handle, fut: impl Future<Output = Result<T>>) -> Result<T> {
     not_in_runtime()?;
-    runtime::process_runtime().block_on(fut)
+    rt.block_on(fut)
 }
 
 /// Fails `InvalidArgument` on a thread that runs an async runtime, where

@@ -7,16 +7,25 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use leasehold::clock::VirtualClock;
 use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, Store};
+use tokio::runtime::Handle;
 
 use crate::held::HeldLease;
+
+/// An object of a store, with the runtime the store's work runs on, where
+/// the blocking calls on it run too (so that no call looks the runtime up).
+#[derive(Clone)]
+pub(crate) struct OnRuntime<T> {
+    pub(crate) value: T,
+    pub(crate) runtime: Handle,
+}
 
 /// An object behind a handle.
 #[derive(Clone)]
 pub(crate) enum Object {
-    Store(Store),
-    Lock(Lock),
+    Store(OnRuntime<Store>),
+    Lock(OnRuntime<Lock>),
     Holding(Arc<HeldLease>),
-    Manual(ManualLease),
+    Manual(OnRuntime<ManualLease>),
     Cancel(CancellationToken),
     Clock(VirtualClock),
 }
@@ -62,10 +71,10 @@ macro_rules! kind {
     };
 }
 
-kind!(Store, Store, "lh_store");
-kind!(Lock, Lock, "lh_lock");
+kind!(OnRuntime<Store>, Store, "lh_store");
+kind!(OnRuntime<Lock>, Lock, "lh_lock");
 kind!(Arc<HeldLease>, Holding, "lh_holding");
-kind!(ManualLease, Manual, "lh_manual");
+kind!(OnRuntime<ManualLease>, Manual, "lh_manual");
 kind!(CancellationToken, Cancel, "lh_cancel");
 kind!(VirtualClock, Clock, "lh_clock");
 

@@ -8,6 +8,7 @@ use std::task::{Context, Wake, Waker};
 use std::thread::ThreadId;
 
 use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease, Result};
+use tokio::runtime::Handle;
 
 use crate::call::{block_on, guard, not_in_runtime, or_cancelled, run};
 use crate::cancel::lh_cancel;
@@ -52,8 +53,11 @@ pub type lh_lost_fn = Option<unsafe extern "C" fn(user: u64, reason: lh_loss_rea
 pub(crate) struct HeldLease {
     lease: Lease,
     holding: Mutex<Option<Holding>>,
-    /// Fired when the hold ends, so that a blocking wait for loss returns.
-    done: CancellationToken,
+    /// The runtime of the lock's store, where blocking calls run.
+    runtime: Handle,
+    /// Fired when the hold ends, so that a blocking wait for loss returns;
+    /// made by the first such wait.
+    done: Mutex<Option<CancellationToken>>,
     watch: Mutex<Option<Arc<Watch>>>,
 }
 
@@ -62,13 +66,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl HeldLease {
-    pub(crate) fn new(holding: Holding) -> HeldLease {
+    pub(crate) fn new(holding: Holding, runtime: Handle) -> HeldLease {
         HeldLease {
             lease: holding.lease().clone(),
             holding: Mutex::new(Some(holding)),
-            done: CancellationToken::new(),
+            runtime,
+            done: Mutex::new(None),
             watch: Mutex::new(None),
         }
+    }
+
+    /// The token fired when the hold ends (fired already if it ended).
+    fn done(&self) -> CancellationToken {
+        lock(&self.done)
+            .get_or_insert_with(|| {
+                let token = CancellationToken::new();
+                if lock(&self.holding).is_none() {
+                    token.cancel();
+                }
+                token
+            })
+            .clone()
     }
 
     pub(crate) fn lease(&self) -> &Lease {
@@ -219,17 +237,20 @@ pub unsafe extern "C" fn lh_holding_wait_lost(
         let held = handles::get::<Arc<HeldLease>>(holding.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
         let signal = held.lease.lost_signal();
-        let done = held.done.clone();
-        let was_lost = block_on(or_cancelled(
-            async move {
-                tokio::select! {
-                    biased;
-                    _ = signal => Ok(true),
-                    _ = done.cancelled() => Ok(false),
-                }
-            },
-            cancel,
-        ))?;
+        let done = held.done();
+        let was_lost = block_on(
+            &held.runtime,
+            or_cancelled(
+                async move {
+                    tokio::select! {
+                        biased;
+                        _ = signal => Ok(true),
+                        _ = done.cancelled() => Ok(false),
+                    }
+                },
+                cancel,
+            ),
+        )?;
         // SAFETY: passed on from the caller.
         unsafe { input::write("lost", lost, was_lost) }
     })
@@ -251,9 +272,11 @@ fn end(held: &HeldLease) -> Result<()> {
     if let Some(watch) = lock(&held.watch).take() {
         watch.stop();
     }
-    held.done.cancel();
     let holding = lock(&held.holding)
         .take()
         .ok_or_else(|| Error::new(ErrorKind::Closed, "the hold ended already"))?;
-    block_on(holding.end())
+    if let Some(done) = lock(&held.done).as_ref() {
+        done.cancel();
+    }
+    block_on(&held.runtime, holding.end())
 }

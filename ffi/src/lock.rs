@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use leasehold::{CancellationToken, HoldOptions, Lock, Store};
 
+use crate::handles::OnRuntime;
+
 use crate::call::{block_on, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
@@ -74,8 +76,8 @@ pub unsafe extern "C" fn lh_lock_open(
         let name = unsafe { input::string("lock name", name, name_len) }?;
         // SAFETY: passed on from the caller.
         let o = unsafe { input::options(options) };
-        let store = handles::get::<Store>(store.id)?;
-        let mut b = store.lock(&name);
+        let store = handles::get::<OnRuntime<Store>>(store.id)?;
+        let mut b = store.value.lock(&name);
         if o.has_ttl {
             b = b.ttl(input::duration("ttl", o.ttl_ns)?);
         }
@@ -88,7 +90,10 @@ pub unsafe extern "C" fn lh_lock_open(
         if o.has_margin {
             b = b.margin(input::duration("margin", o.margin_ns)?);
         }
-        let id = handles::insert(b.open()?);
+        let id = handles::insert(OnRuntime {
+            value: b.open()?,
+            runtime: store.runtime,
+        });
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_lock", out, lh_lock { id }) }
     })
@@ -97,7 +102,7 @@ pub unsafe extern "C" fn lh_lock_open(
 /// Frees the lock's handle (holds of it go on until they end).
 #[no_mangle]
 pub extern "C" fn lh_lock_free(lock: lh_lock) -> *mut lh_error {
-    run(|| handles::remove::<Lock>(lock.id).map(drop))
+    run(|| handles::remove::<OnRuntime<Lock>>(lock.id).map(drop))
 }
 
 /// Asks for `key` of `lock` and waits in line for it, blocking, then holds
@@ -127,7 +132,7 @@ pub unsafe extern "C" fn lh_lock_begin(
         let key = unsafe { input::string("key", key, key_len) }?;
         // SAFETY: passed on from the caller.
         let o = unsafe { input::options(options) };
-        let lock = handles::get::<Lock>(lock.id)?;
+        let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
         let hold = HoldOptions {
             wait: o
                 .has_wait
@@ -135,8 +140,8 @@ pub unsafe extern "C" fn lh_lock_begin(
                 .transpose()?,
             cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
         };
-        let holding = block_on(lock.begin(&key, &hold))?;
-        let held = HeldLease::new(holding);
+        let holding = block_on(&lock.runtime, lock.value.begin(&key, &hold))?;
+        let held = HeldLease::new(holding, lock.runtime);
         let fence_value = held.lease().fence();
         let id = handles::insert(Arc::new(held));
         // SAFETY: passed on from the caller.
@@ -164,12 +169,12 @@ pub unsafe extern "C" fn lh_lock_try_begin(
         input::check_out("held", held)?;
         // SAFETY: passed on from the caller.
         let key = unsafe { input::string("key", key, key_len) }?;
-        let lock = handles::get::<Lock>(lock.id)?;
-        let Some(holding) = block_on(lock.try_begin(&key))? else {
+        let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
+        let Some(holding) = block_on(&lock.runtime, lock.value.try_begin(&key))? else {
             // SAFETY: passed on from the caller.
             return unsafe { input::write("held", held, false) };
         };
-        let lease = HeldLease::new(holding);
+        let lease = HeldLease::new(holding, lock.runtime);
         let fence_value = lease.lease().fence();
         let id = handles::insert(Arc::new(lease));
         // SAFETY: passed on from the caller.

@@ -3,6 +3,8 @@
 
 use leasehold::{CancellationToken, HoldOptions, ManualLease, Store};
 
+use crate::handles::OnRuntime;
+
 use crate::call::{block_on, or_cancelled, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
@@ -40,13 +42,20 @@ pub unsafe extern "C" fn lh_store_try_acquire(
         // SAFETY: passed on from the caller.
         let name = unsafe { input::string("lease name", name, name_len) }?;
         let ttl = input::duration("ttl", ttl_ns)?;
-        let store = handles::get::<Store>(store.id)?;
+        let store = handles::get::<OnRuntime<Store>>(store.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let Some(lease) = block_on(or_cancelled(store.try_acquire(&name, ttl), cancel))? else {
+        let tried = block_on(
+            &store.runtime,
+            or_cancelled(store.value.try_acquire(&name, ttl), cancel),
+        )?;
+        let Some(lease) = tried else {
             // SAFETY: passed on from the caller.
             return unsafe { input::write("held", held, false) };
         };
-        let id = handles::insert(lease);
+        let id = handles::insert(OnRuntime {
+            value: lease,
+            runtime: store.runtime,
+        });
         // SAFETY: passed on from the caller.
         unsafe {
             input::write("held", held, true)?;
@@ -79,15 +88,18 @@ pub unsafe extern "C" fn lh_store_acquire(
         // SAFETY: passed on from the caller.
         let name = unsafe { input::string("lease name", name, name_len) }?;
         let ttl = input::duration("ttl", ttl_ns)?;
-        let store = handles::get::<Store>(store.id)?;
+        let store = handles::get::<OnRuntime<Store>>(store.id)?;
         let options = HoldOptions {
             wait: has_wait
                 .then(|| input::duration("wait", wait_ns))
                 .transpose()?,
             cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
         };
-        let lease = block_on(store.acquire(&name, ttl, &options))?;
-        let id = handles::insert(lease);
+        let lease = block_on(&store.runtime, store.value.acquire(&name, ttl, &options))?;
+        let id = handles::insert(OnRuntime {
+            value: lease,
+            runtime: store.runtime,
+        });
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_manual", out, lh_manual { id }) }
     })
@@ -101,9 +113,9 @@ pub unsafe extern "C" fn lh_store_acquire(
 pub unsafe extern "C" fn lh_manual_fence(lease: lh_manual, out: *mut u64) -> *mut lh_error {
     run(|| {
         input::check_out("fence", out)?;
-        let lease = handles::get::<ManualLease>(lease.id)?;
+        let lease = handles::get::<OnRuntime<ManualLease>>(lease.id)?;
         // SAFETY: passed on from the caller.
-        unsafe { input::write("fence", out, lease.fence()) }
+        unsafe { input::write("fence", out, lease.value.fence()) }
     })
 }
 
@@ -118,9 +130,9 @@ pub extern "C" fn lh_manual_extend(
 ) -> *mut lh_error {
     run(|| {
         let d = input::duration("extension", d_ns)?;
-        let lease = handles::get::<ManualLease>(lease.id)?;
+        let lease = handles::get::<OnRuntime<ManualLease>>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        block_on(or_cancelled(lease.extend(d), cancel))
+        block_on(&lease.runtime, or_cancelled(lease.value.extend(d), cancel))
     })
 }
 
@@ -131,9 +143,9 @@ pub extern "C" fn lh_manual_extend(
 #[no_mangle]
 pub extern "C" fn lh_manual_release(lease: lh_manual, cancel: lh_cancel) -> *mut lh_error {
     run(|| {
-        let lease = handles::get::<ManualLease>(lease.id)?;
+        let lease = handles::get::<OnRuntime<ManualLease>>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        block_on(or_cancelled(lease.release(), cancel))
+        block_on(&lease.runtime, or_cancelled(lease.value.release(), cancel))
     })
 }
 
@@ -141,5 +153,5 @@ pub extern "C" fn lh_manual_release(lease: lh_manual, cancel: lh_cancel) -> *mut
 /// Freeing twice fails `LH_CLOSED`.
 #[no_mangle]
 pub extern "C" fn lh_manual_free(lease: lh_manual) -> *mut lh_error {
-    run(|| handles::remove::<ManualLease>(lease.id).map(drop))
+    run(|| handles::remove::<OnRuntime<ManualLease>>(lease.id).map(drop))
 }

@@ -1,12 +1,12 @@
 //! Stores: the embedded one, the server store over a connection, closing.
 
 use leasehold::remote::ConnectOptions;
-use leasehold::{CancellationToken, Store};
+use leasehold::{runtime, CancellationToken, Store};
 
 use crate::call::{block_on, or_cancelled, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
-use crate::handles;
+use crate::handles::{self, OnRuntime};
 use crate::input;
 
 /// A store of leases.
@@ -25,7 +25,11 @@ pub struct lh_store {
 pub unsafe extern "C" fn lh_store_memory(out: *mut lh_store) -> *mut lh_error {
     run(|| {
         input::check_out("lh_store", out)?;
-        let id = handles::insert(Store::memory());
+        let runtime = runtime::process_runtime();
+        let id = handles::insert(OnRuntime {
+            value: Store::memory(),
+            runtime,
+        });
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_store", out, lh_store { id }) }
     })
@@ -64,8 +68,15 @@ pub unsafe extern "C" fn lh_store_connect(
             ca_pem,
             ..ConnectOptions::default()
         };
-        let store = block_on(or_cancelled(Store::connect(&url, options), cancel))?;
-        let id = handles::insert(store);
+        let runtime = runtime::process_runtime();
+        let store = block_on(
+            &runtime,
+            or_cancelled(Store::connect(&url, options), cancel),
+        )?;
+        let id = handles::insert(OnRuntime {
+            value: store,
+            runtime,
+        });
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_store", out, lh_store { id }) }
     })
@@ -77,9 +88,9 @@ pub unsafe extern "C" fn lh_store_connect(
 #[no_mangle]
 pub extern "C" fn lh_store_close(store: lh_store) -> *mut lh_error {
     run(|| {
-        let store = handles::remove::<Store>(store.id)?;
-        block_on(async move {
-            store.close().await;
+        let store = handles::remove::<OnRuntime<Store>>(store.id)?;
+        block_on(&store.runtime, async move {
+            store.value.close().await;
             Ok(())
         })
     })

@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use leasehold::clock::VirtualClock;
-use leasehold::{duration, Error, ErrorKind, MemoryOptions, Store};
+use leasehold::{duration, runtime, Error, ErrorKind, MemoryOptions, Store};
 
 use crate::call::run;
 use crate::error::lh_error;
-use crate::handles;
+use crate::handles::{self, OnRuntime};
 use crate::input;
 use crate::store::lh_store;
 
@@ -86,7 +86,10 @@ pub unsafe extern "C" fn lh_store_memory_with(
         if let Some(clock) = handles::get_optional::<VirtualClock>(o.clock.id)? {
             memory = memory.clock(clock.into());
         }
-        let id = handles::insert(Store::memory_with(memory));
+        let id = handles::insert(OnRuntime {
+            value: Store::memory_with(memory),
+            runtime: runtime::process_runtime(),
+        });
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_store", out, lh_store { id }) }
     })
