@@ -68,7 +68,8 @@ def server() -> Iterator[Server]:
 
 @pytest.fixture(scope="session")
 def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A server store with a tokens file: ``writer-token`` may hold, ``reader-token`` may only read."""
+    """A server store with a tokens file: ``writer-token`` may hold,
+    ``reader-token`` may only read."""
     tokens = tmp_path_factory.mktemp("tokens") / "tokens"
     tokens.write_text("writer-token write\nreader-token read\n")
     running = start_server("--tokens", str(tokens))

@@ -144,7 +144,9 @@ def load(path: pathlib.Path) -> dict[str, Any]:
         raise ScenarioError(f"{path.name}: a scenario is an object")
     keys = {"id", "contracts", "title", "store", "steps"}
     if set(scenario) != keys:
-        raise ScenarioError(f"{path.name}: fields {sorted(set(scenario) ^ keys)} missing or unknown")
+        raise ScenarioError(
+            f"{path.name}: fields {sorted(set(scenario) ^ keys)} missing or unknown"
+        )
     if scenario["id"] != path.stem:
         raise ScenarioError(f"{path.name}: the id {scenario['id']!r} is not the file's name")
     store = scenario["store"]
@@ -368,7 +370,9 @@ class World:
         if alias in self.locks:
             raise ScenarioError(f"lock {alias!r} is open already")
         name = step.get("name", alias)
-        options = {k: step[k] for k in ("ttl", "max_hold", "wait", "margin") if k in step}
+        options: dict[str, str] = {
+            k: step[k] for k in ("ttl", "max_hold", "wait", "margin") if k in step
+        }
         try:
             lock = self.s.lock(name, **options)
         except leasehold.LeaseholdError as e:

@@ -13,6 +13,7 @@ import json
 import pathlib
 
 import pytest
+
 import scenario_runner
 from conftest import start_server, stop_server
 

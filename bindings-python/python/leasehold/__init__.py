@@ -15,8 +15,8 @@ Every failure raises a subclass of :class:`LeaseholdError` with its ``code``.
 from __future__ import annotations
 
 from ._hold import Hold, TryHold
-from ._native import Lease, ManualLease, __version__
-from ._store import Lock, Store, connect, connect_blocking, memory
+from ._native import Lease, __version__
+from ._store import Lock, ManualLease, Store, connect, connect_blocking, memory
 from ._types import Duration, Pem
 from .errors import (
     Cancelled,

@@ -20,7 +20,8 @@ class Lease:
         """Whether the lease was lost (LOCK-09); once true, it stays true."""
     @property
     def loss_reason(self) -> str | None:
-        """``"expired"``, ``"revoked"``, ``"unknown"``, ``"restarted"``, ``"closed"``, or ``None``."""
+        """Why it was lost: ``"expired"``, ``"revoked"``, ``"unknown"``,
+        ``"restarted"`` or ``"closed"``; ``None`` while it is not."""
     @property
     def remaining(self) -> float | None:
         """Seconds left before the holder's deadline, 0 once lost; ``None``: no deadline."""

@@ -10,7 +10,42 @@ from ._hold import Hold, TryHold
 from ._types import Duration, Pem
 from .errors import InvalidArgument
 
-__all__ = ["Lock", "Store", "connect", "connect_blocking", "memory"]
+__all__ = ["Lock", "ManualLease", "Store", "connect", "connect_blocking", "memory"]
+
+
+class ManualLease:
+    """A lease its holder extends and releases itself, with no background
+    renewal (``store.try_acquire`` / ``store.acquire``). Safe to use from
+    several tasks and threads at once (MANUAL-06)."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _native.ManualLease) -> None:
+        self._native = native
+
+    @property
+    def name(self) -> str:
+        """The lease's name."""
+        return self._native.name
+
+    @property
+    def fence(self) -> int:
+        """The fence: larger than every fence the store granted before (MANUAL-07)."""
+        return self._native.fence
+
+    async def extend(self, by: Duration) -> None:
+        """Sets the expiry to now + ``by`` (1 s to 1 h; it does not add to the
+        old expiry). Raises ``LeaseLost`` once the lease is lost or released (MANUAL-03)."""
+        await self._native.extend(by)
+
+    async def release(self) -> None:
+        """Releases the lease if it still owns its name. The first release of
+        a lost lease raises ``LeaseLost``; after a confirmed release or loss,
+        later calls do nothing (MANUAL-04)."""
+        await self._native.release()
+
+    def __repr__(self) -> str:
+        return f"ManualLease(name={self.name!r}, fence={self.fence})"
 
 
 class Lock:
@@ -94,16 +129,17 @@ class Store:
         Bad options raise at once; nothing is sent to the store."""
         return Lock(self._native.lock(name, ttl, max_hold, wait, margin))
 
-    async def try_acquire(self, name: str, ttl: Duration) -> _native.ManualLease | None:
+    async def try_acquire(self, name: str, ttl: Duration) -> ManualLease | None:
         """The manual lease ``name`` if it is free now, else ``None`` (MANUAL-01)."""
-        return await self._native.try_acquire(name, ttl)
+        lease = await self._native.try_acquire(name, ttl)
+        return None if lease is None else ManualLease(lease)
 
     async def acquire(
         self, name: str, ttl: Duration, *, wait: Duration | None = None
-    ) -> _native.ManualLease:
+    ) -> ManualLease:
         """Waits for the manual lease ``name``, at most ``wait`` (MANUAL-02);
         its ``ttl`` starts at the grant."""
-        return await self._native.acquire(name, ttl, wait)
+        return ManualLease(await self._native.acquire(name, ttl, wait))
 
     async def close(self) -> None:
         """Closes the store: its leases end, waiting calls fail ``Closed``."""

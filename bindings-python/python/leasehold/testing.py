@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import _native
 from ._store import Store
 from ._types import Duration
+from .errors import LeaseholdError
 
 __all__ = ["VirtualClock", "error_codes", "error_for_code", "memory", "parse_duration"]
 
@@ -30,6 +31,9 @@ def error_codes() -> list[str]:
     return _native.error_codes()
 
 
-def error_for_code(code: str, message: str) -> BaseException:
+def error_for_code(code: str, message: str) -> LeaseholdError:
     """The exception the package raises for a core error of ``code``."""
-    return _native.error_for_code(code, message)
+    exc = _native.error_for_code(code, message)
+    if not isinstance(exc, LeaseholdError):
+        raise TypeError(f"{code} made a {type(exc).__name__}, not a LeaseholdError")
+    return exc

@@ -1,0 +1,55 @@
+"""A typed tour of the package, checked by `mypy --strict` (make python-test).
+
+Run it against the embedded store, or a server store given as an argument:
+    python examples/usage.py [leasehold://127.0.0.1:7450]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import timedelta
+
+import leasehold
+
+
+async def save_summary(chat_id: str, text: str, fence: int) -> None:
+    """The fenced resource: it would refuse a fence older than the last it saw."""
+    print(f"saved {text!r} for {chat_id} with fence {fence}")
+
+
+async def main(url: str | None) -> None:
+    store = leasehold.memory() if url is None else await leasehold.connect(url)
+    async with store:
+        summaries = store.lock("summaries", ttl="30s", max_hold=timedelta(minutes=5), wait=10)
+        try:
+            async with summaries.hold("chat-1") as lease:  # a lost lease cancels the block
+                await save_summary("chat-1", "a summary", lease.fence)
+        except leasehold.LeaseLost as lost:
+            print(f"lost the lease ({lost.reason}); the summary was not saved")
+        except leasehold.WaitTimeout:
+            print("somebody else summarised for too long")
+
+        async with summaries.try_hold("chat-2") as maybe:
+            if maybe is None:
+                print("chat-2 is being summarised elsewhere")
+            else:
+                await save_summary("chat-2", "another", maybe.fence)
+
+        batch: leasehold.ManualLease | None = await store.try_acquire("catalog", ttl="1m")
+        if batch is not None:
+            for _ in range(3):
+                await batch.extend("1m")
+            await batch.release()
+
+
+def blocking() -> None:
+    """The same without an event loop: check `lease.lost` yourself."""
+    with leasehold.memory() as store, store.lock("summaries").hold("chat-1") as lease:
+        if not lease.lost:
+            print("holding chat-1 with fence", lease.fence)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1] if len(sys.argv) > 1 else None))
+    blocking()

@@ -1,0 +1,58 @@
+# The Python binding (bindings-python/, package `leasehold`, crate
+# leasehold-python): docs/python.md. Included by the root Makefile.
+#   make python-test         installs the package as a user would (pip install
+#                            ./bindings-python in a virtual environment under the
+#                            target dir; maturin builds the native module), ruff,
+#                            mypy --strict (the package, a typed usage example, the
+#                            tests), pytest on the embedded and a server store
+#   make demo-holder-python  the Python holder of `make demo`
+#   make bench-python        the hold cycle through Python next to Rust, with the ratio
+
+PYTHON ?= python3
+PY_DIR := bindings-python
+PY_VENV := $(CARGO_TARGET_DIR)/python/venv
+PY := $(PY_VENV)/bin/python
+PY_TOOLS := $(PY_VENV)/.tools-installed
+PY_INSTALLED := $(PY_VENV)/.leasehold-installed
+PY_SOURCES := $(shell find $(PY_DIR)/src $(PY_DIR)/python core/src -type f -not -name '*.pyc') \
+	$(PY_DIR)/Cargo.toml $(PY_DIR)/pyproject.toml $(PY_DIR)/README.md
+PY_CHECKED := python examples bench demo tests
+
+BINDING_TESTS += python-test
+DEMO_HOLDERS += python
+# The crate has no Rust tests (its tests are the Python ones below).
+RUST_TEST_EXCLUDE += --exclude leasehold-python
+
+.PHONY: python-test python-install python-lint demo-holder-python bench-python
+
+# A virtual environment with the test tools (pytest, pytest-asyncio, mypy, ruff) from PyPI.
+$(PY_TOOLS): $(PY_DIR)/requirements-dev.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+		{ echo "bindings-python needs Python 3.11 or later"; exit 1; }
+	$(PYTHON) -m venv $(PY_VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r $<
+	touch $@
+
+# The package installed as the README says: pip builds the wheel with maturin (release).
+$(PY_INSTALLED): $(PY_TOOLS) $(PY_SOURCES)
+	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall ./$(PY_DIR)
+	touch $@
+
+python-install: $(PY_INSTALLED)
+
+python-lint: $(PY_TOOLS)
+	cd $(PY_DIR) && $(PY_VENV)/bin/ruff format --check $(PY_CHECKED)
+	cd $(PY_DIR) && $(PY_VENV)/bin/ruff check $(PY_CHECKED)
+	cd $(PY_DIR) && MYPYPATH=tests $(PY_VENV)/bin/mypy --strict $(PY_CHECKED)
+
+# The tests start `leasehold serve` themselves, from the debug build.
+python-test: python-install python-lint
+	$(CARGO) build -q -p leasehold-server
+	cd $(PY_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider
+
+demo-holder-python: python-install
+	@$(PY) $(PY_DIR)/demo/holder.py
+
+bench-python: python-install
+	$(CARGO) build -q --release -p leasehold-server
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_hold.py
