@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -93,4 +94,26 @@ func ExampleLock_Hold() {
 	// Output:
 	// holding chat-1 with a fence: true
 	// <nil>
+}
+
+// A store and lock reachable only through a Hold in progress are not
+// finalized (closed) before the hold ends.
+func TestHoldKeepsItsStoreAlive(t *testing.T) {
+	lock, err := OpenLock(Memory(), "l")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = lock.Hold(context.Background(), "k", func(ctx context.Context, lease *Lease) error {
+		for range 3 {
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond)
+		}
+		if lease.Lost() || ctx.Err() != nil {
+			return errors.New("the store was closed during the hold")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

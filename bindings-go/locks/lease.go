@@ -67,7 +67,7 @@ func (h *heldLease) end() error {
 // manualLease is the C manual lease behind a lease from TryLock or Lock.
 type manualLease struct {
 	h     C.lh_manual
-	store *Store
+	store *Store // keeps the store (and its finalizer) away while the lease is in use
 }
 
 func newManualLease(s *Store, name string, h C.lh_manual) *Lease {

@@ -16,7 +16,7 @@ import (
 // Lock is a named family of keys with its options. Safe for concurrent use.
 type Lock struct {
 	h     C.lh_lock
-	store *Store
+	store *Store // keeps the store (and its finalizer) away while the lock is in use
 	name  string
 }
 
@@ -148,6 +148,8 @@ func (l *Lock) run(ctx context.Context, key string, h C.lh_holding, fence uint64
 	var fnErr error
 	defer func() {
 		endErr := lease.held.end()
+		// The lock, and so its store, stay alive (no finalizer closes them) until the hold ended.
+		runtime.KeepAlive(l)
 		handle.Delete()
 		cancel(nil)
 		if returned {
