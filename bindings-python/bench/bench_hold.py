@@ -69,24 +69,26 @@ def rust(lock: leasehold.Lock, cycles: int) -> float:
     return lock._native.rust_hold_cycles(KEY, cycles)
 
 
-def best_of(rounds: int, cycles: int, run: Callable[[int], float]) -> float:
-    """The median over ``rounds`` of the time per cycle, in microseconds."""
-    run(max(cycles // 10, 10))
-    return statistics.median(run(cycles) / cycles * 1e6 for _ in range(rounds))
-
-
 def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[str, float]:
+    """The median over ``rounds`` of each way's time per cycle, in microseconds.
+    The ways take turns within each round, so that the machine's load, which
+    changes (it is shared), weighs on them alike."""
     loop = asyncio.new_event_loop()
+    ways: dict[str, Callable[[int], float]] = {
+        "python async": lambda n: loop.run_until_complete(python_async(lock, n)),
+        "python sync": lambda n: python_sync(lock, n),
+        "rust": lambda n: rust(lock, n),
+    }
+    times: dict[str, list[float]] = {way: [] for way in ways}
     try:
-        got = {
-            "python async": best_of(
-                rounds, cycles, lambda n: loop.run_until_complete(python_async(lock, n))
-            ),
-            "python sync": best_of(rounds, cycles, lambda n: python_sync(lock, n)),
-            "rust": best_of(rounds, cycles, lambda n: rust(lock, n)),
-        }
+        for run in ways.values():
+            run(max(cycles // 10, 10))
+        for _ in range(rounds):
+            for way, run in ways.items():
+                times[way].append(run(cycles) / cycles * 1e6)
     finally:
         loop.close()
+    got = {way: statistics.median(t) for way, t in times.items()}
     for way in ("python async", "python sync"):
         print(
             f"{name:<8} {way:<13} {got[way]:8.1f} µs/cycle   "
@@ -98,12 +100,13 @@ def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     target = os.environ.get("CARGO_TARGET_DIR", "target")
     parser.add_argument("--server", default=os.path.join(target, "release", "leasehold"))
     args = parser.parse_args()
 
     print(f"hold cycle, one key, uncontended: median of {args.rounds} rounds of {args.cycles}")
+    print(f"load average before: {os.getloadavg()[0]:.2f}")
     measure("memory", leasehold.memory().lock("bench"), args.cycles, args.rounds)
     with server(args.server) as url:
         store = leasehold.connect_blocking(url)

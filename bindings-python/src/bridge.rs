@@ -94,6 +94,8 @@ impl Wake for TaskWaker {
 #[pyclass(module = "leasehold._native", name = "LoopDriver", frozen)]
 pub struct LoopDriver {
     shared: Arc<Shared>,
+    /// The process's runtime, in whose context the futures are polled.
+    runtime: Handle,
     reader: UnixStream,
     tasks: Mutex<HashMap<u64, Task>>,
     next_id: AtomicU64,
@@ -127,6 +129,7 @@ impl LoopDriver {
                 writer,
             }),
             reader,
+            runtime: runtime::handle(),
             tasks: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
         })
@@ -157,12 +160,7 @@ impl LoopDriver {
         let Some(mut task) = task else {
             return;
         };
-        let polled = {
-            let _context = runtime::handle().enter();
-            task.work
-                .as_mut()
-                .poll(&mut Context::from_waker(&task.waker))
-        };
+        let polled = poll_now(&self.runtime, task.work.as_mut(), &task.waker);
         match polled {
             Poll::Ready(convert) => finish(py, task.then, convert),
             Poll::Pending => self.keep(id, task),
@@ -322,9 +320,13 @@ where
     })
 }
 
-/// Polls `work` once, in the runtime's context, with `waker`.
-fn poll_now<F: Future + ?Sized>(work: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
-    let _context = runtime::handle().enter();
+/// Polls `work` once, in the context of `runtime`, with `waker`.
+fn poll_now<F: Future + ?Sized>(
+    runtime: &Handle,
+    work: Pin<&mut F>,
+    waker: &Waker,
+) -> Poll<F::Output> {
+    let _context = runtime.enter();
     work.poll(&mut Context::from_waker(waker))
 }
 
@@ -409,7 +411,7 @@ where
     let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
     let (id, waker) = driver.get().waker();
     let mut work: Work = Box::pin(async move { converted(fut.await) });
-    if let Poll::Ready(convert) = poll_now(work.as_mut(), &waker) {
+    if let Poll::Ready(convert) = poll_now(&driver.get().runtime, work.as_mut(), &waker) {
         settle(py, &future, convert(py))?;
         return Ok(future);
     }
@@ -437,7 +439,7 @@ where
     let (_, driver) = current(py)?;
     let (id, waker) = driver.get().waker();
     let mut work: Work = Box::pin(async move { converted(Ok(fut.await)) });
-    if let Poll::Ready(convert) = poll_now(work.as_mut(), &waker) {
+    if let Poll::Ready(convert) = poll_now(&driver.get().runtime, work.as_mut(), &waker) {
         finish(py, Then::Call(callback), convert);
         return Ok(Watch { task: None });
     }

@@ -95,11 +95,7 @@ impl PyHolding {
     /// [`PyHolding::end`] for code without an event loop: waits without the GIL.
     fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
         let holding = self.take(py)?;
-        // On a task of its own, so that Ctrl-C meanwhile does not stop the release.
-        let task = runtime::handle().spawn(holding.end());
-        runtime::wait_core(py, async move {
-            task.await.unwrap_or_else(|e| Err(runtime::lost_task(e)))
-        })
+        runtime::wait_shielded(py, holding.end())?.map_err(|e| errors::to_py(py, e))
     }
 }
 

@@ -32,6 +32,31 @@ where
     F: Future + Send,
     F::Output: Send,
 {
+    let handle = blocking_runtime(py)?;
+    let mut fut = std::pin::pin!(fut);
+    if let Poll::Ready(out) = poll_once(&handle, fut.as_mut()) {
+        return Ok(out);
+    }
+    block(py, &handle, fut)
+}
+
+/// [`wait`] for work that must finish once begun (a release): if it has to
+/// wait, it goes on as a task of its own, which Ctrl-C does not stop.
+pub fn wait_shielded<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let handle = blocking_runtime(py)?;
+    let mut fut = Box::pin(fut);
+    if let Poll::Ready(out) = poll_once(&handle, fut.as_mut()) {
+        return Ok(out);
+    }
+    let task = handle.spawn(fut);
+    block(py, &handle, std::pin::pin!(task))?.map_err(|e| errors::to_py(py, lost_task(e)))
+}
+
+fn blocking_runtime(py: Python<'_>) -> PyResult<Handle> {
     if leasehold::runtime::in_async_context() {
         return Err(errors::error(
             py,
@@ -39,16 +64,19 @@ where
             "a blocking call from inside the runtime",
         ));
     }
-    let handle = handle();
-    let mut fut = std::pin::pin!(fut);
-    let first = {
-        let _context = handle.enter();
-        fut.as_mut()
-            .poll(&mut Context::from_waker(std::task::Waker::noop()))
-    };
-    if let Poll::Ready(out) = first {
-        return Ok(out);
-    }
+    Ok(handle())
+}
+
+fn poll_once<F: Future + ?Sized>(handle: &Handle, fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
+    let _context = handle.enter();
+    fut.poll(&mut Context::from_waker(std::task::Waker::noop()))
+}
+
+fn block<F>(py: Python<'_>, handle: &Handle, mut fut: std::pin::Pin<&mut F>) -> PyResult<F::Output>
+where
+    F: Future + Send + ?Sized,
+    F::Output: Send,
+{
     loop {
         let step = py.detach(|| {
             handle.block_on(async { tokio::time::timeout(SIGNAL_CHECK, fut.as_mut()).await.ok() })

@@ -138,8 +138,7 @@ impl PyStore {
     /// [`PyStore::close`] for code without an event loop.
     fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.store.clone();
-        let task = runtime::handle().spawn(async move { store.close().await });
-        runtime::wait_core(py, async move { task.await.map_err(runtime::lost_task) })
+        runtime::wait_shielded(py, async move { store.close().await })
     }
 
     fn __repr__(&self) -> String {
