@@ -21,7 +21,7 @@ const (
 	// bound is the longest real time the runner waits for an outcome.
 	bound = 5 * time.Second
 	// advancePause is the real time left to the runtime after each timer the clock fires.
-	advancePause = 10 * time.Millisecond
+	advancePause = 2 * time.Millisecond
 )
 
 // functionError is the held function's own error (`"by": "error"`).

@@ -21,30 +21,11 @@ func TestSharedScenariosEmbedded(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
-			err = runScenario(sc, "")
-			if err != nil && movesTheClock(sc) {
-				// The clock moves from outside the runtime (VirtualClock.Advance):
-				// a runtime thread starved of CPU past a step's pause can see a
-				// later instant than in a real run. One more run tells such a
-				// miss from a failure, which fails both.
-				t.Logf("run 1 failed, running again: %v", err)
-				err = runScenario(sc, "")
-			}
-			if err != nil {
+			if err := runScenario(sc, ""); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
-}
-
-// movesTheClock says whether sc has an advance step.
-func movesTheClock(sc *scenario) bool {
-	for _, s := range sc.Steps {
-		if s.Step == "advance" {
-			return true
-		}
-	}
-	return false
 }
 
 // The shared scenarios that need no virtual clock, on a real server store process.

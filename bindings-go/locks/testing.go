@@ -27,9 +27,10 @@ func NewVirtualClock() *VirtualClock {
 	return c
 }
 
-// Advance moves the clock by d, one timer's deadline at a time, pausing
-// pause of real time after each step so that what the step woke runs
-// before the clock moves on. It blocks.
+// Advance moves the clock by d, one timer's deadline at a time; after each
+// step it waits until the tasks the step woke have polled their timers, then
+// pauses pause of real time for the work they started, so that what the step
+// woke runs before the clock moves on. It blocks.
 func (c *VirtualClock) Advance(d, pause time.Duration) error {
 	err := takeError(C.lh_clock_advance(c.h, nanos(d), nanos(pause)))
 	runtime.KeepAlive(c)

@@ -2,7 +2,7 @@
 //! virtual one that tests move by hand, so that time-bound contracts are tested
 //! deterministically and without sleeping.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::ops::{Add, Sub};
 use std::pin::Pin;
@@ -135,6 +135,8 @@ struct VirtualState {
     now: Duration,
     next_id: u64,
     sleepers: BTreeMap<(Duration, u64), Waker>,
+    /// Sleeps woken whose task has not polled them since (or dropped them).
+    woken: HashSet<u64>,
 }
 
 /// A clock that stands still until [`VirtualClock::advance`] or
@@ -185,14 +187,20 @@ impl VirtualClock {
     }
 
     /// [`VirtualClock::advance`] for callers outside async code (the
-    /// bindings' test hooks): moves one sleeper's deadline at a time and
-    /// pauses `pause` of real time after each step, so that tasks on any
-    /// runtime thread run what the step woke before the clock moves on.
+    /// bindings' test hooks): moves one sleeper's deadline at a time and,
+    /// after each step, waits until every task the step woke has polled its
+    /// sleep (at most [`WOKEN_GUARD`] of real time), then pauses `pause` more
+    /// for the work that poll started, so that tasks on any runtime thread
+    /// run what the step woke before the clock moves on, even on a loaded machine.
     pub fn advance_blocking(&self, by: Duration, pause: Duration) {
         std::thread::sleep(pause);
         let target = self.state().now + by;
         loop {
             let done = self.step_towards(target);
+            let since = std::time::Instant::now();
+            while !self.state().woken.is_empty() && since.elapsed() < WOKEN_GUARD {
+                std::thread::sleep(Duration::from_micros(50));
+            }
             std::thread::sleep(pause);
             if done {
                 return;
@@ -224,10 +232,14 @@ impl VirtualClock {
 
 fn take_due(st: &mut VirtualState) -> Vec<Waker> {
     let later = st.sleepers.split_off(&(st.now, u64::MAX));
-    std::mem::replace(&mut st.sleepers, later)
-        .into_values()
-        .collect()
+    let due = std::mem::replace(&mut st.sleepers, later);
+    st.woken.extend(due.keys().map(|(_, id)| *id));
+    due.into_values().collect()
 }
+
+/// The longest real time [`VirtualClock::advance_blocking`] waits for the
+/// tasks a step woke to poll their sleeps.
+pub const WOKEN_GUARD: Duration = Duration::from_secs(2);
 
 /// Lets the tasks that a step woke run before the clock moves on.
 async fn settle() {
@@ -251,6 +263,7 @@ impl Future for VirtualSleep {
         if st.now >= self.deadline.0 {
             if let Some(id) = self.id.take() {
                 st.sleepers.remove(&(self.deadline.0, id));
+                st.woken.remove(&id);
             }
             return Poll::Ready(());
         }
@@ -272,7 +285,9 @@ impl Future for VirtualSleep {
 impl Drop for VirtualSleep {
     fn drop(&mut self) {
         if let Some(id) = self.id {
-            self.clock.state().sleepers.remove(&(self.deadline.0, id));
+            let mut st = self.clock.state();
+            st.sleepers.remove(&(self.deadline.0, id));
+            st.woken.remove(&id);
         }
     }
 }
