@@ -101,9 +101,10 @@ class Lock {
     const given = args.options('hold options', options, ['signal', 'wait'])
     const signal = args.signal(given.signal)
     const wait = args.duration('wait', given.wait)
+    // An aborted signal asks nothing of the store (as AbortSignal users expect).
+    if (signal?.aborted) throw cancelled(signal)
     const canceller = signal === null ? null : new native.Canceller()
     const giveUp = () => canceller?.cancel()
-    if (signal?.aborted) giveUp()
     signal?.addEventListener('abort', giveUp, { once: true })
     let holding
     try {
@@ -120,7 +121,7 @@ class Lock {
       } catch {
         // Whatever became of the lease, the call was given up.
       }
-      throw new LeaseholdError('CANCELLED', 'gave up waiting for the key', { cause: signal.reason })
+      throw cancelled(signal)
     }
     return run(holding, fn, signal, this.#held)
   }
@@ -144,6 +145,15 @@ class Lock {
     }
     return holding === null ? null : run(holding, fn, null, this.#held)
   }
+}
+
+/**
+ * The error of a call given up by its signal: CANCELLED, with the signal's reason as cause.
+ * @param {AbortSignal} signal
+ * @returns {LeaseholdError}
+ */
+function cancelled(signal) {
+  return new LeaseholdError('CANCELLED', 'gave up waiting for the key', { cause: signal.reason })
 }
 
 /**
@@ -214,4 +224,4 @@ async function runHeld(holding, lease, fn, signal) {
   return outcome.value
 }
 
-module.exports = { Lock, Held }
+module.exports = { Lock, Held, cancelled }

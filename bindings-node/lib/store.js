@@ -5,7 +5,7 @@
 const native = require('./native')
 const args = require('./args')
 const { fromNative } = require('./errors')
-const { Lock, Held } = require('./lock')
+const { Lock, Held, cancelled } = require('./lock')
 const { ManualLease } = require('./manual')
 
 /** @typedef {import('./addon').NativeStore} NativeStore */
@@ -82,9 +82,10 @@ class Store {
     const ttl = args.duration('ttl', given.ttl)
     const wait = args.duration('wait', given.wait)
     const signal = args.signal(given.signal)
+    // An aborted signal asks nothing of the store (as AbortSignal users expect).
+    if (signal?.aborted) throw cancelled(signal)
     const canceller = signal === null ? null : new native.Canceller()
     const giveUp = () => canceller?.cancel()
-    if (signal?.aborted) giveUp()
     signal?.addEventListener('abort', giveUp, { once: true })
     try {
       return new ManualLease(await this.#native.acquire(name, ttl, wait, canceller))

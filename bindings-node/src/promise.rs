@@ -1,19 +1,24 @@
 //! Asynchronous exports: the core's future is polled once at the call, on
 //! the JS thread inside the runtime's context; if it is done by then (most
 //! calls on the embedded store), its value is returned (or its error
-//! thrown) at once. Otherwise the future goes on on a tokio runtime (the
-//! core's process runtime, or the test runtime of `leasehold/testing`'s
-//! stores) and the call returns a promise that it settles from there. The
+//! thrown) at once. Otherwise the call returns a promise, and the future is
+//! parked until it is first woken (a reply from the server store, a grant
+//! pushed to a waiter): the wake spawns it on the tokio runtime (the core's
+//! process runtime, or the test runtime of `leasehold/testing`'s stores)
+//! from the thread that woke it, so no runtime thread is woken just to
+//! poll it again, and the runtime settles the promise when it is done. The
 //! JS layer awaits either.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::pin;
-use std::task::{Context, Poll};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
 use futures::FutureExt;
 use napi::bindgen_prelude::{Either, Object, ToNapiValue};
-use napi::Env;
+use napi::{Env, JsDeferred};
 use tokio::runtime::Handle;
 
 use crate::errors;
@@ -22,8 +27,8 @@ use crate::errors;
 /// at the call, or a promise of it.
 pub(crate) type Eventually<'env, T> = Either<T, Object<'env>>;
 
-/// Runs `work`: polled once here, then on `runtime` if it is not done. A
-/// failure is thrown or rejected as a JS error (a panic becomes
+/// Runs `work`: polled once here, then on `runtime` once woken if it is not
+/// done. A failure is thrown or rejected as a JS error (a panic becomes
 /// `INTERNAL`). Until it settles, the promise keeps Node's event loop
 /// alive, as pending I/O does.
 pub(crate) fn spawn<'env, T, F>(
@@ -35,11 +40,16 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = leasehold::Result<T>> + Send + 'static,
 {
-    let mut work = Box::pin(AssertUnwindSafe(work).catch_unwind());
+    let mut work: Work<T> = Box::pin(AssertUnwindSafe(work).catch_unwind());
+    let parked = Arc::new(Parked {
+        runtime: runtime.clone(),
+        woken: AtomicBool::new(false),
+        slot: Mutex::new(None),
+    });
     let first = {
         let _entered = runtime.enter();
-        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-        pin!(&mut work).poll(&mut cx)
+        let waker = Waker::from(parked.clone());
+        work.as_mut().poll(&mut Context::from_waker(&waker))
     };
     if let Poll::Ready(outcome) = first {
         return match flatten(outcome) {
@@ -48,11 +58,60 @@ where
         };
     }
     let (deferred, promise) = env.create_deferred()?;
-    runtime.spawn(async move {
-        let outcome = flatten(work.await);
-        deferred.resolve(move |env| outcome.map_err(|e| errors::rejection(&env, &e)));
-    });
+    parked.park(work, deferred);
     Ok(Either::B(promise))
+}
+
+/// The work of an export, with a panic caught.
+type Work<T> =
+    Pin<Box<dyn Future<Output = std::thread::Result<leasehold::Result<T>>> + Send + 'static>>;
+
+/// The promise of a work, settled on the JS thread with its outcome.
+type Settle<T> = JsDeferred<T, Box<dyn FnOnce(Env) -> napi::Result<T> + Send>>;
+
+/// A pending work, waiting for its first wake to be spawned on `runtime`.
+struct Parked<T: ToNapiValue + Send + 'static> {
+    runtime: Handle,
+    /// Set by the first wake, even one that came while the work was polled here.
+    woken: AtomicBool,
+    slot: Mutex<Option<(Work<T>, Settle<T>)>>,
+}
+
+impl<T: ToNapiValue + Send + 'static> Parked<T> {
+    /// Leaves the work for its wake, or spawns it now if it was woken already.
+    fn park(&self, work: Work<T>, deferred: Settle<T>) {
+        let mut slot = self.slot.lock().unwrap_or_else(|p| p.into_inner());
+        if self.woken.load(Ordering::SeqCst) {
+            drop(slot);
+            self.run(work, deferred);
+        } else {
+            *slot = Some((work, deferred));
+        }
+    }
+
+    /// Drives the work to its end on the runtime and settles its promise.
+    fn run(&self, work: Work<T>, deferred: Settle<T>) {
+        self.runtime.spawn(async move {
+            let outcome = flatten(work.await);
+            deferred.resolve(Box::new(move |env| {
+                outcome.map_err(|e| errors::rejection(&env, &e))
+            }));
+        });
+    }
+}
+
+impl<T: ToNapiValue + Send + 'static> Wake for Parked<T> {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        let parked = self.slot.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some((work, deferred)) = parked {
+            self.run(work, deferred);
+        }
+    }
 }
 
 /// A panic caught while the work ran, as an `Internal` error.
