@@ -100,6 +100,9 @@ pub(crate) async fn acquire(
     let request_id = request.request_id;
     let mut backoff = POLL_FIRST;
     loop {
+        if cancel.is_cancelled() {
+            return Err(cancelled());
+        }
         let sent_at = clock.now();
         // The store may take the request before it answers (over a network,
         // or while reconnecting): a caller that gives up meanwhile withdraws

@@ -361,6 +361,27 @@ async fn lock_18_cancel_and_drop_leave_the_line() {
     );
 }
 
+// LOCK-18: a hold whose token was cancelled before the call sends nothing and fails Cancelled.
+#[tokio::test]
+async fn lock_18_a_cancelled_token_asks_for_nothing() {
+    let store = Store::memory();
+    let lock = store.lock("l").open().unwrap();
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let opts = HoldOptions {
+        wait: None,
+        cancel: Some(cancel),
+    };
+    assert_eq!(
+        lock.begin("k", &opts).await.err().unwrap().kind(),
+        ErrorKind::Cancelled
+    );
+    assert!(
+        lock.try_begin("k").await.unwrap().is_some(),
+        "the cancelled hold took the key"
+    );
+}
+
 // LOCK-18: many waiters give up while grants race them; no grant is ever leaked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_18_grant_racing_give_up_is_released() {
