@@ -8,9 +8,10 @@
 //! core future wakes Python with one write, like a Rust task wakes its
 //! executor, and no runtime thread ever waits for the GIL.
 //!
-//! Cancelling the awaiting Python task drops the core future (a hold waiting
-//! in line leaves it, LOCK-18), except for work that must finish once begun
-//! (a release, a close): that moves to the runtime and runs to its end (LOCK-11).
+//! Cancelling the awaiting Python task drops the core future, cancels the
+//! core call's token and lets it run on (a hold waiting in line leaves it,
+//! LOCK-18), or, for work that must finish once begun (a release, a close),
+//! lets it run to its end (LOCK-11): see [`Cancel`].
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -23,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
+use leasehold::CancellationToken;
 use leasehold::ErrorKind;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -50,8 +52,18 @@ struct Task {
     work: Work,
     waker: Waker,
     then: Then,
-    /// Moved to the runtime rather than dropped when nobody waits for it.
-    shielded: bool,
+    cancel: Cancel,
+}
+
+/// What cancelling the awaiting Python task does to a core future.
+pub enum Cancel {
+    /// It is dropped (a call that has nothing to undo).
+    Drop,
+    /// It runs on to its end (a release, a close).
+    Shield,
+    /// This token of the core call is cancelled and the future runs on: a
+    /// call waiting in line leaves it, at once on the embedded store (LOCK-18).
+    Token(CancellationToken),
 }
 
 /// What the wakers share with the driver: the queue of woken tasks and the
@@ -167,6 +179,23 @@ impl LoopDriver {
         }
     }
 
+    /// The awaiting Python task gave up on task `id`: see [`Cancel`].
+    fn cancelled(&self, py: Python<'_>, id: u64) {
+        let task = self.tasks().remove(&id);
+        let Some(mut task) = task else {
+            return;
+        };
+        let Cancel::Token(token) = &task.cancel else {
+            return release(task);
+        };
+        token.cancel();
+        task.cancel = Cancel::Shield;
+        match poll_now(&self.runtime, task.work.as_mut(), &task.waker) {
+            Poll::Ready(convert) => finish(py, task.then, convert),
+            Poll::Pending => self.keep(id, task),
+        }
+    }
+
     /// Stops keeping the task `id`: drops it, or moves it to the runtime if shielded.
     pub fn forget(&self, id: u64) {
         // Taken out first: dropping it may run Python code that calls back here.
@@ -184,9 +213,13 @@ impl Drop for LoopDriver {
     }
 }
 
-/// Lets go of a task nobody waits for; shielded work runs on to its end.
+/// Lets go of a task nobody waits for; shielded work runs on to its end,
+/// and a cancellable call is cancelled and runs on to leave the line.
 fn release(task: Task) {
-    if task.shielded {
+    if let Cancel::Token(token) = &task.cancel {
+        token.cancel();
+    }
+    if !matches!(task.cancel, Cancel::Drop) {
         let work = task.work;
         runtime::handle().spawn(async move {
             drop(work.await);
@@ -231,20 +264,21 @@ fn settle<'py>(
 }
 
 /// Drops the task of an asyncio future that was cancelled.
-#[pyclass(module = "leasehold._native", name = "OnCancel", frozen)]
-struct OnCancel {
+#[pyclass(module = "leasehold._native", name = "CancelHook", frozen)]
+struct CancelHook {
     driver: Py<LoopDriver>,
     id: u64,
 }
 
 #[pymethods]
-impl OnCancel {
+impl CancelHook {
     fn __call__(&self, future: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = future.py();
         if future
-            .call_method0(pyo3::intern!(future.py(), "cancelled"))?
+            .call_method0(pyo3::intern!(py, "cancelled"))?
             .is_truthy()?
         {
-            self.driver.get().forget(self.id);
+            self.driver.get().cancelled(py, self.id);
         }
         Ok(())
     }
@@ -330,12 +364,14 @@ fn poll_now<F: Future + ?Sized>(
     work.poll(&mut Context::from_waker(waker))
 }
 
-/// An asyncio awaitable of the core future `fut` (see the module's doc).
-/// With `on`, the future runs as a task of that runtime instead (a test
-/// store's, see `testing`), aborted if the awaiting task is cancelled.
+/// An asyncio awaitable of the core future `fut` (see the module's doc);
+/// `cancel` says what cancelling the awaiting task does to it. With `on`,
+/// the future runs as a task of that runtime instead (a test store's, see
+/// `testing`).
 pub fn awaitable<'py, F, T>(
     py: Python<'py>,
     on: Option<&Handle>,
+    cancel: Cancel,
     fut: F,
 ) -> PyResult<Bound<'py, PyAny>>
 where
@@ -343,43 +379,29 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     match on {
-        Some(runtime) => bridge(py, OnRuntime::spawn(runtime, fut, false), false),
-        None => bridge(py, fut, false),
-    }
-}
-
-/// [`awaitable`] for work that must finish once begun (a release, a close):
-/// cancelling the awaiting task moves it to the runtime, where it runs on (LOCK-11).
-pub fn shielded<'py, F, T>(
-    py: Python<'py>,
-    on: Option<&Handle>,
-    fut: F,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = leasehold::Result<T>> + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
-    match on {
-        Some(runtime) => bridge(py, OnRuntime::spawn(runtime, fut, true), true),
-        None => bridge(py, fut, true),
+        Some(runtime) => {
+            let keep = !matches!(cancel, Cancel::Drop);
+            bridge(py, OnRuntime::spawn(runtime, fut, keep), cancel)
+        }
+        None => bridge(py, fut, cancel),
     }
 }
 
 /// A core future run as a task of another runtime; dropped, it aborts the
-/// task unless shielded.
+/// task unless told to let it run on.
 struct OnRuntime<T> {
     task: tokio::task::JoinHandle<leasehold::Result<T>>,
-    shielded: bool,
+    run_on: bool,
 }
 
 impl<T: Send + 'static> OnRuntime<T> {
-    fn spawn<F>(runtime: &Handle, fut: F, shielded: bool) -> OnRuntime<T>
+    fn spawn<F>(runtime: &Handle, fut: F, run_on: bool) -> OnRuntime<T>
     where
         F: Future<Output = leasehold::Result<T>> + Send + 'static,
     {
         OnRuntime {
             task: runtime.spawn(fut),
-            shielded,
+            run_on,
         }
     }
 }
@@ -396,13 +418,13 @@ impl<T> Future for OnRuntime<T> {
 
 impl<T> Drop for OnRuntime<T> {
     fn drop(&mut self) {
-        if !self.shielded {
+        if !self.run_on {
             self.task.abort();
         }
     }
 }
 
-fn bridge<'py, F, T>(py: Python<'py>, fut: F, shielded: bool) -> PyResult<Bound<'py, PyAny>>
+fn bridge<'py, F, T>(py: Python<'py>, fut: F, cancel: Cancel) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = leasehold::Result<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -419,12 +441,12 @@ where
         work,
         waker,
         then: Then::Resolve(future.clone().unbind()),
-        shielded,
+        cancel,
     };
     driver.get().keep(id, task);
     future.call_method1(
         pyo3::intern!(py, "add_done_callback"),
-        (OnCancel { driver, id },),
+        (CancelHook { driver, id },),
     )?;
     Ok(future)
 }
@@ -447,7 +469,7 @@ where
         work,
         waker,
         then: Then::Call(callback),
-        shielded: false,
+        cancel: Cancel::Drop,
     };
     driver.get().keep(id, task);
     Ok(Watch {

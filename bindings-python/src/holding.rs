@@ -6,7 +6,7 @@ use leasehold::{ErrorKind, Holding, Lease};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Watch};
+use crate::bridge::{self, Cancel, Watch};
 use crate::errors;
 use crate::lease::PyLease;
 use crate::runtime;
@@ -89,7 +89,7 @@ impl PyHolding {
     /// awaiting task does not stop it (LOCK-11).
     fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let holding = self.take(py)?;
-        bridge::shielded(py, self.runtime.as_ref(), holding.end())
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, holding.end())
     }
 
     /// [`PyHolding::end`] for code without an event loop: waits without the GIL.

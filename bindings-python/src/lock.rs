@@ -2,11 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use leasehold::{HoldOptions, Lock};
+use leasehold::{CancellationToken, HoldOptions, Lock};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge;
+use crate::bridge::{self, Cancel};
 use crate::convert;
 use crate::holding::PyHolding;
 use crate::runtime;
@@ -28,7 +28,7 @@ impl PyLock {
 fn hold_options(wait: Option<&Bound<'_, PyAny>>) -> PyResult<HoldOptions> {
     Ok(HoldOptions {
         wait: convert::optional_duration(wait, "wait")?,
-        cancel: None,
+        cancel: Some(CancellationToken::new()),
     })
 }
 
@@ -76,9 +76,10 @@ impl PyLock {
     ) -> PyResult<Bound<'py, PyAny>> {
         let key = convert::name(key, "key")?;
         let options = hold_options(wait)?;
+        let cancel = Cancel::Token(options.cancel.clone().unwrap_or_default());
         let lock = self.lock.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), async move {
+        bridge::awaitable(py, self.runtime.as_ref(), cancel, async move {
             lock.begin(&key, &options)
                 .await
                 .map(|h| PyHolding::new(h, runtime))
@@ -95,7 +96,7 @@ impl PyLock {
         let key = convert::name(key, "key")?;
         let lock = self.lock.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
             lock.try_begin(&key)
                 .await
                 .map(|h| h.map(|h| PyHolding::new(h, runtime)))

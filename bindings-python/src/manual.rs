@@ -4,7 +4,7 @@ use leasehold::ManualLease;
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge;
+use crate::bridge::{self, Cancel};
 use crate::convert;
 
 /// A manual lease: no background renewal; `extend` sets the expiry to now
@@ -43,22 +43,18 @@ impl PyManualLease {
     fn extend<'py>(&self, py: Python<'py>, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let by = convert::duration(by, "the extension")?;
         let lease = self.lease.clone();
-        bridge::awaitable(
-            py,
-            self.runtime.as_ref(),
-            async move { lease.extend(by).await },
-        )
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+            lease.extend(by).await
+        })
     }
 
     /// Releases the lease if it still owns its name (MANUAL-04); after a
     /// confirmed release or loss, later calls do nothing.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let lease = self.lease.clone();
-        bridge::awaitable(
-            py,
-            self.runtime.as_ref(),
-            async move { lease.release().await },
-        )
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+            lease.release().await
+        })
     }
 
     fn __repr__(&self) -> String {

@@ -1,11 +1,11 @@
 //! `Store`: the embedded store or a connection to the server store.
 
 use leasehold::remote::ConnectOptions;
-use leasehold::{HoldOptions, Store};
+use leasehold::{CancellationToken, HoldOptions, Store};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge;
+use crate::bridge::{self, Cancel};
 use crate::convert;
 use crate::lock::PyLock;
 use crate::manual::PyManualLease;
@@ -91,7 +91,7 @@ impl PyStore {
         let ttl = convert::duration(ttl, "ttl")?;
         let store = self.store.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
             store
                 .try_acquire(&name, ttl)
                 .await
@@ -111,25 +111,31 @@ impl PyStore {
     ) -> PyResult<Bound<'py, PyAny>> {
         let name = convert::name(name, "lease name")?;
         let ttl = convert::duration(ttl, "ttl")?;
+        let token = CancellationToken::new();
         let options = HoldOptions {
             wait: convert::optional_duration(wait, "wait")?,
-            cancel: None,
+            cancel: Some(token.clone()),
         };
         let store = self.store.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), async move {
-            store
-                .acquire(&name, ttl, &options)
-                .await
-                .map(|l| PyManualLease::new(l, runtime))
-        })
+        bridge::awaitable(
+            py,
+            self.runtime.as_ref(),
+            Cancel::Token(token),
+            async move {
+                store
+                    .acquire(&name, ttl, &options)
+                    .await
+                    .map(|l| PyManualLease::new(l, runtime))
+            },
+        )
     }
 
     /// Closes the store: its leases end, waiting calls fail `Closed`.
     /// The close runs on its own: cancelling the awaiting task does not stop it.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let store = self.store.clone();
-        bridge::shielded(py, self.runtime.as_ref(), async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
             store.close().await;
             Ok(())
         })
@@ -184,7 +190,7 @@ pub fn connect<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let url = convert::name(url, "store URL")?;
     let options = connect_options(token, ca_pem)?;
-    bridge::awaitable(py, None, async move {
+    bridge::awaitable(py, None, Cancel::Drop, async move {
         Store::connect(&url, options)
             .await
             .map(|s| PyStore::new(s, "server"))
