@@ -42,8 +42,9 @@ type Work = Pin<Box<dyn Future<Output = Convert> + Send>>;
 
 /// What the driver does with a finished future's answer.
 enum Then {
-    /// Sets it as the result of this asyncio future (unless it was cancelled).
-    Resolve(Py<PyAny>),
+    /// Sets it as the result of this asyncio future (unless it was
+    /// cancelled), taking off the future's cancel hook first.
+    Resolve { future: Py<PyAny>, hook: Py<PyAny> },
     /// Calls this with it.
     Call(Py<PyAny>),
 }
@@ -229,7 +230,7 @@ fn release(task: Task) {
 
 fn finish(py: Python<'_>, then: Then, convert: Convert) {
     match then {
-        Then::Resolve(future) => {
+        Then::Resolve { future, hook } => {
             let future = future.bind(py);
             if future
                 .call_method0(pyo3::intern!(py, "cancelled"))
@@ -239,6 +240,8 @@ fn finish(py: Python<'_>, then: Then, convert: Convert) {
                 // Nobody waits: the answer (a Holding, a lease) is dropped and let go.
                 return;
             }
+            // Done, it needs no hook: spare the loop a call.
+            let _ = future.call_method1(pyo3::intern!(py, "remove_done_callback"), (hook,));
             let _ = settle(py, future, convert(py));
         }
         Then::Call(callback) => {
@@ -437,17 +440,28 @@ where
         settle(py, &future, convert(py))?;
         return Ok(future);
     }
+    let hook = Py::new(
+        py,
+        CancelHook {
+            driver: driver.clone_ref(py),
+            id,
+        },
+    )?
+    .into_any();
+    future.call_method1(
+        pyo3::intern!(py, "add_done_callback"),
+        (hook.clone_ref(py),),
+    )?;
     let task = Task {
         work,
         waker,
-        then: Then::Resolve(future.clone().unbind()),
+        then: Then::Resolve {
+            future: future.clone().unbind(),
+            hook,
+        },
         cancel,
     };
     driver.get().keep(id, task);
-    future.call_method1(
-        pyo3::intern!(py, "add_done_callback"),
-        (CancelHook { driver, id },),
-    )?;
     Ok(future)
 }
 

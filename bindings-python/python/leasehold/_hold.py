@@ -40,7 +40,10 @@ def _refuse_in_event_loop(what: str) -> None:
 
 
 class _Held:
-    """What both context managers share: the holding and the loss watch."""
+    """What both context managers share: the holding and the loss watch.
+
+    The hot paths are written out inline: a hold cycle is a few microseconds
+    of Python around the core's work, and every call counts."""
 
     __slots__ = ("_cancelling", "_entered", "_exiting", "_holding", "_lost_cancel", "_task")
 
@@ -52,23 +55,17 @@ class _Held:
         self._exiting = False
         self._entered = False
 
-    def _enter_once(self) -> None:
+    def _enter(self) -> asyncio.Task[object]:
+        """Checks that the hold is entered once, inside a task; the task."""
         if self._entered:
             raise InvalidArgument("a hold() or try_hold() is entered once; call it again")
         self._entered = True
-
-    def _current_task(self) -> asyncio.Task[object]:
         task = asyncio.current_task()
         if task is None:
             raise InvalidArgument("`async with lock.hold(...)` runs inside an asyncio task")
-        return task
-
-    def _held(self, holding: _native.Holding, task: asyncio.Task[object]) -> _native.Lease:
-        self._holding = holding
         self._task = task
         self._cancelling = task.cancelling()
-        holding.watch_loss(self._on_lost)
-        return holding.lease
+        return task
 
     def _on_lost(self, _lost: bool) -> None:
         # On the event loop's thread, once, if the lease is lost while held.
@@ -77,7 +74,12 @@ class _Held:
             self._lost_cancel = True
             task.cancel(LOST_MESSAGE)
 
-    async def _end(self, exc_type: type[BaseException] | None, exc: BaseException | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         holding = self._holding
         if holding is None:
             return
@@ -93,7 +95,12 @@ class _Held:
                 return
             raise lost from exc
 
-    def _end_blocking(self, exc: BaseException | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         holding = self._holding
         if holding is None:
             return
@@ -101,6 +108,12 @@ class _Held:
             holding.end_blocking()
         except LeaseLost as lost:
             raise lost from exc
+
+    def _enter_blocking(self, what: str) -> None:
+        if self._entered:
+            raise InvalidArgument("a hold() or try_hold() is entered once; call it again")
+        self._entered = True
+        _refuse_in_event_loop(what)
 
 
 class Hold(_Held):
@@ -110,38 +123,27 @@ class Hold(_Held):
     __slots__ = ("_key", "_lock", "_wait")
 
     def __init__(self, lock: _native.Lock, key: str, wait: Duration | None) -> None:
-        super().__init__()
+        self._holding = None
+        self._task = None
+        self._cancelling = 0
+        self._lost_cancel = False
+        self._exiting = False
+        self._entered = False
         self._lock = lock
         self._key = key
         self._wait = wait
 
     async def __aenter__(self) -> _native.Lease:
-        self._enter_once()
-        task = self._current_task()
+        self._enter()
         holding = await self._lock.begin(self._key, self._wait)
-        return self._held(holding, task)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._end(exc_type, exc)
+        self._holding = holding
+        holding.watch_loss(self._on_lost)
+        return holding.lease
 
     def __enter__(self) -> _native.Lease:
-        self._enter_once()
-        _refuse_in_event_loop("lock.hold(...)")
+        self._enter_blocking("lock.hold(...)")
         self._holding = self._lock.begin_blocking(self._key, self._wait)
         return self._holding.lease
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._end_blocking(exc)
 
 
 class TryHold(_Held):
@@ -156,31 +158,15 @@ class TryHold(_Held):
         self._key = key
 
     async def __aenter__(self) -> _native.Lease | None:
-        self._enter_once()
-        task = self._current_task()
+        self._enter()
         holding = await self._lock.try_begin(self._key)
         if holding is None:
             return None
-        return self._held(holding, task)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._end(exc_type, exc)
+        self._holding = holding
+        holding.watch_loss(self._on_lost)
+        return holding.lease
 
     def __enter__(self) -> _native.Lease | None:
-        self._enter_once()
-        _refuse_in_event_loop("lock.try_hold(...)")
+        self._enter_blocking("lock.try_hold(...)")
         self._holding = self._lock.try_begin_blocking(self._key)
         return None if self._holding is None else self._holding.lease
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._end_blocking(exc)
