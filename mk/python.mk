@@ -53,6 +53,8 @@ python-test: python-install python-lint
 demo-holder-python: python-install
 	@$(PY) $(PY_DIR)/demo/holder.py
 
+# uvloop from PyPI, for the benchmark's row of the same cycle on its event loop.
 bench-python: python-install
 	$(CARGO) build -q --release -p leasehold-server
+	$(PY) -m pip install -q --disable-pip-version-check uvloop
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_hold.py

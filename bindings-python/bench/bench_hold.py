@@ -5,6 +5,8 @@ the embedded store and on a server store started here (the release build of
 ``leasehold serve``), three ways:
 
 - ``python async``: ``async with lock.hold(key): pass`` in an asyncio loop;
+- ``python uvloop``: the same on uvloop's event loop, when uvloop is installed
+  (``make bench-python`` installs it);
 - ``python sync``: ``with lock.hold(key): pass`` (blocking calls, GIL released);
 - ``rust``: ``Lock::begin`` + ``Holding::end`` in a Rust loop on the same
   store and runtime (the native module's benchmark hook), no Python inside.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import os
 import statistics
 import subprocess
@@ -69,6 +72,15 @@ def rust(lock: leasehold.Lock, cycles: int) -> float:
     return lock._native.rust_hold_cycles(KEY, cycles)
 
 
+def uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    try:
+        uvloop = importlib.import_module("uvloop")
+    except ImportError:
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory
+
+
 def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[str, float]:
     """The median over ``rounds`` of each way's time per cycle, in microseconds.
     The ways take turns within each round, so that the machine's load, which
@@ -79,6 +91,10 @@ def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[s
         "python sync": lambda n: python_sync(lock, n),
         "rust": lambda n: rust(lock, n),
     }
+    make_uvloop = uvloop_factory()
+    uv = make_uvloop() if make_uvloop is not None else None
+    if uv is not None:
+        ways["python uvloop"] = lambda n: uv.run_until_complete(python_async(lock, n))
     times: dict[str, list[float]] = {way: [] for way in ways}
     try:
         for run in ways.values():
@@ -88,8 +104,10 @@ def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[s
                 times[way].append(run(cycles) / cycles * 1e6)
     finally:
         loop.close()
+        if uv is not None:
+            uv.close()
     got = {way: statistics.median(t) for way, t in times.items()}
-    for way in ("python async", "python sync"):
+    for way in (w for w in got if w != "rust"):
         print(
             f"{name:<8} {way:<13} {got[way]:8.1f} µs/cycle   "
             f"rust {got['rust']:8.1f} µs/cycle   ratio {got[way] / got['rust']:.2f}x"
