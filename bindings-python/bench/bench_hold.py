@@ -108,9 +108,11 @@ def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[s
             uv.close()
     got = {way: statistics.median(t) for way, t in times.items()}
     for way in (w for w in got if w != "rust"):
+        # Each round's time divided by the Rust round's of the same round.
+        ratios = sorted(p / r for p, r in zip(times[way], times["rust"], strict=True))
         print(
-            f"{name:<8} {way:<13} {got[way]:8.1f} µs/cycle   "
-            f"rust {got['rust']:8.1f} µs/cycle   ratio {got[way] / got['rust']:.2f}x"
+            f"{name:<8} {way:<13} {got[way]:8.1f} µs/cycle   rust {got['rust']:8.1f} µs/cycle   "
+            f"ratio {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
         )
     return got
 
