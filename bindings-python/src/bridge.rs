@@ -8,10 +8,11 @@
 //! core future wakes Python with one write, like a Rust task wakes its
 //! executor, and no runtime thread ever waits for the GIL.
 //!
-//! Cancelling the awaiting Python task drops the core future, cancels the
-//! core call's token and lets it run on (a hold waiting in line leaves it,
-//! LOCK-18), or, for work that must finish once begun (a release, a close),
-//! lets it run to its end (LOCK-11): see [`Cancel`].
+//! Cancelling the awaiting Python task does what the call's [`Cancel`]
+//! says: drops the core future (a call with nothing to undo), cancels the
+//! core call's own token and lets it run on (a hold or acquire waiting in
+//! line leaves it, LOCK-18), or lets it run to its end (a release, a close,
+//! LOCK-11).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,6 +20,7 @@ use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -357,14 +359,27 @@ where
     })
 }
 
-/// Polls `work` once, in the context of `runtime`, with `waker`.
-fn poll_now<F: Future + ?Sized>(
+/// Polls `work` once, in the context of `runtime`, with `waker`. A panic of
+/// the core (a bug) becomes its `Internal` error rather than a task that
+/// never ends (ERR-03).
+fn poll_now(
     runtime: &Handle,
-    work: Pin<&mut F>,
+    work: Pin<&mut (dyn Future<Output = Convert> + Send)>,
     waker: &Waker,
-) -> Poll<F::Output> {
+) -> Poll<Convert> {
     let _context = runtime.enter();
-    work.poll(&mut Context::from_waker(waker))
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        work.poll(&mut Context::from_waker(waker))
+    }))
+    .unwrap_or_else(|_| {
+        Poll::Ready(Box::new(|py| {
+            Err(errors::error(
+                py,
+                ErrorKind::Internal,
+                "a Leasehold call panicked",
+            ))
+        }))
+    })
 }
 
 /// An asyncio awaitable of the core future `fut` (see the module's doc);
