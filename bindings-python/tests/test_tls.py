@@ -9,9 +9,10 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from conftest import Server, start_server, stop_server
 
 import leasehold
+
+from conftest import Server, start_server, stop_server
 
 
 def make_certificates(directory: pathlib.Path) -> tuple[pathlib.Path, pathlib.Path, pathlib.Path]:
