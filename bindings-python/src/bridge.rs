@@ -46,7 +46,10 @@ type Work = Pin<Box<dyn Future<Output = Convert> + Send>>;
 enum Then {
     /// Sets it as the result of this asyncio future (unless it was
     /// cancelled), taking off the future's cancel hook first.
-    Resolve { future: Py<PyAny>, hook: Py<PyAny> },
+    Resolve {
+        future: Py<PyAny>,
+        hook: Option<Py<PyAny>>,
+    },
     /// Calls this with it.
     Call(Py<PyAny>),
 }
@@ -242,8 +245,10 @@ fn finish(py: Python<'_>, then: Then, convert: Convert) {
                 // Nobody waits: the answer (a Holding, a lease) is dropped and let go.
                 return;
             }
-            // Done, it needs no hook: spare the loop a call.
-            let _ = future.call_method1(pyo3::intern!(py, "remove_done_callback"), (hook,));
+            if let Some(hook) = hook {
+                // Done, it needs no hook: spare the loop a call.
+                let _ = future.call_method1(pyo3::intern!(py, "remove_done_callback"), (hook,));
+            }
             let _ = settle(py, future, convert(py));
         }
         Then::Call(callback) => {
@@ -455,18 +460,22 @@ where
         settle(py, &future, convert(py))?;
         return Ok(future);
     }
-    let hook = Py::new(
-        py,
-        CancelHook {
-            driver: driver.clone_ref(py),
-            id,
-        },
-    )?
-    .into_any();
-    future.call_method1(
-        pyo3::intern!(py, "add_done_callback"),
-        (hook.clone_ref(py),),
-    )?;
+    // Shielded work runs on whether or not anybody waits: it needs no hook.
+    let hook = match cancel {
+        Cancel::Shield => None,
+        Cancel::Drop | Cancel::Token(_) => {
+            let hook = CancelHook {
+                driver: driver.clone_ref(py),
+                id,
+            };
+            let hook = Py::new(py, hook)?.into_any();
+            future.call_method1(
+                pyo3::intern!(py, "add_done_callback"),
+                (hook.clone_ref(py),),
+            )?;
+            Some(hook)
+        }
+    };
     let task = Task {
         work,
         waker,
