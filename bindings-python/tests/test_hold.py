@@ -435,3 +435,27 @@ async def test_LOCK_19_closing_the_store_ends_its_leases() -> None:
     with pytest.raises(leasehold.Closed):
         async with lock.hold("k"):
             pass
+
+
+# LOCK-09: in a TaskGroup, a loss fails the child with LeaseLost (not a cancellation),
+# and the group reports it; the parent task is left uncancelled.
+async def test_LOCK_09_a_loss_in_a_task_group() -> None:
+    clock = testing.VirtualClock()
+    store = testing.memory(clock)
+    lock = store.lock("py-group", ttl="1s", max_hold="1s")
+    entered = asyncio.Event()
+
+    async def holder() -> None:
+        async with lock.hold("k"):
+            entered.set()
+            await asyncio.sleep(30)
+
+    with pytest.raises(ExceptionGroup) as raised:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(holder())
+            await entered.wait()
+            await asyncio.to_thread(clock.advance, "1s")
+    assert [type(e) for e in raised.value.exceptions] == [leasehold.LeaseLost]
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+    await store.close()
