@@ -1,7 +1,8 @@
 //! `leasehold._native`: the private native module of the Python package
 //! `leasehold`. It translates only: Python arguments into the core's types,
-//! core futures into asyncio awaitables (polled on the event loop's thread), core errors into the package's
-//! exceptions. Waiting, renewal, deadlines, loss and release are the core's.
+//! core futures into asyncio awaitables (polled on the event loop's thread,
+//! `bridge`), core errors into the package's exceptions. Waiting, renewal,
+//! deadlines, loss and release are the core's.
 
 mod bridge;
 mod convert;
