@@ -490,17 +490,20 @@ where
 }
 
 /// A watch kept by the running loop: calls `callback(value)` on the loop's
-/// thread when `fut` completes, unless [`Watch::stop`] came first.
+/// thread when `fut` completes (on the loop's next turn if it is complete
+/// already), unless [`Watch::stop`] came first.
 pub fn watch<F, T>(py: Python<'_>, fut: F, callback: Py<PyAny>) -> PyResult<Watch>
 where
     F: Future<Output = T> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    let (_, driver) = current(py)?;
+    let (event_loop, driver) = current(py)?;
     let (id, waker) = driver.get().waker();
     let mut work: Work = Box::pin(async move { converted(Ok(fut.await)) });
     if let Poll::Ready(convert) = poll_now(&driver.get().runtime, work.as_mut(), &waker) {
-        finish(py, Then::Call(callback), convert);
+        // Done already: called on the loop's next turn, not from inside the
+        // caller (for a hold, once its block has begun, as a later loss is).
+        event_loop.call_method1(pyo3::intern!(py, "call_soon"), (callback, convert(py)?))?;
         return Ok(Watch { task: None });
     }
     let task = Task {
