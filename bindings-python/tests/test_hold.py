@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import threading
 import time
 import uuid
@@ -474,3 +475,27 @@ async def test_LOCK_09_a_loss_before_the_block_is_told_on_the_next_turn() -> Non
     assert told == [True]
     with pytest.raises(leasehold.LeaseLost):
         await holding.end()
+
+
+# LOCK-18: Ctrl-C while a blocking hold waits in line raises KeyboardInterrupt
+# (the wait releases the GIL and wakes for signals) and leaves the line.
+def test_LOCK_18_ctrl_c_leaves_the_line_of_a_blocking_hold() -> None:
+    store = leasehold.memory()
+    lock = store.lock("py-ctrl-c")
+    with lock.hold("k"):
+        timer = threading.Timer(0.2, signal.raise_signal, (signal.SIGINT,))
+        timer.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt), lock.hold("k"):
+            pytest.fail("granted a held key")
+        assert time.monotonic() - started < 2
+        timer.join()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with lock.try_hold("k") as lease:
+            if lease is not None:
+                break
+        time.sleep(0.01)
+    else:
+        pytest.fail("the key stayed held: the interrupted hold kept its place")
+    store.close_blocking()
