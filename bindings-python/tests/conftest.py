@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -56,6 +57,9 @@ def stop_server(server: Server) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
+    if server.process.stdout is not None:
+        server.process.stdout.close()
+    shutil.rmtree(server.data_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
