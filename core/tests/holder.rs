@@ -30,6 +30,13 @@ fn holder_of(store: &Store, lock: &str, key: &str) -> Option<leasehold::table::H
         .find(|h| h.name == KeyName::new(lock, key))
 }
 
+/// Lets every task the previous step woke run.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
 fn store_memory(store: &Store) -> &MemoryDriver {
     store.memory_driver().expect("an embedded store")
 }
@@ -337,9 +344,7 @@ async fn lock_18_cancel_and_drop_leave_the_line() {
     let l3 = lock.clone();
     let dropped =
         tokio::spawn(async move { l3.begin("k", &HoldOptions::default()).await.map(|_| ()) });
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
+    settle().await;
     cancel.cancel();
     assert_eq!(
         waiting.await.unwrap().unwrap_err().kind(),
@@ -347,13 +352,9 @@ async fn lock_18_cancel_and_drop_leave_the_line() {
     );
     dropped.abort();
     let _ = dropped.await;
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
+    settle().await;
     h.end().await.unwrap();
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
+    settle().await;
     assert_eq!(
         store_memory(&store).held(),
         0,
@@ -477,9 +478,7 @@ async fn closing_the_store_ends_leases() {
     let lock = store.lock("l").open().unwrap();
     let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
     store.close().await;
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
+    settle().await;
     assert_eq!(h.lease().loss_reason(), Some(LossReason::Closed));
     assert_eq!(
         lock.begin("k", &HoldOptions::default())
