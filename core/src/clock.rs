@@ -45,6 +45,10 @@ impl Sub<Duration> for Instant {
     }
 }
 
+/// The time of day at a virtual clock's origin: 2024-01-01T00:00:00Z, in
+/// milliseconds since the Unix epoch.
+pub const VIRTUAL_UNIX_ORIGIN_MS: u64 = 1_704_067_200_000;
+
 /// Where time comes from. Cloning shares the clock.
 ///
 /// ```
@@ -80,6 +84,21 @@ impl Clock {
         match self {
             Clock::Monotonic => Instant(process_origin().elapsed()),
             Clock::Virtual(v) => v.now(),
+        }
+    }
+
+    /// The time of day in milliseconds since the Unix epoch, as slot leases
+    /// stamp it (SLOT-03). A virtual clock's day starts at
+    /// [`VIRTUAL_UNIX_ORIGIN_MS`] and moves with the clock.
+    pub fn unix_millis(&self) -> u64 {
+        match self {
+            Clock::Monotonic => std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            Clock::Virtual(v) => {
+                let since = u64::try_from(v.now().since_origin().as_millis()).unwrap_or(u64::MAX);
+                VIRTUAL_UNIX_ORIGIN_MS.saturating_add(since)
+            }
         }
     }
 

@@ -10,6 +10,7 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
+use crate::slots::{AcquireResult, SlotLease, SlotRequest};
 pub use crate::table::{GiveUp, Grant, HoldRequest, KeyName};
 
 /// What a driver's store does on its own.
@@ -97,6 +98,17 @@ pub trait Driver: Send + Sync + 'static {
 
     /// The holders of lock `lock` (or of every lock), sorted by lock and key.
     async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>>;
+
+    /// Acquires a slot (SLOT-01); every change is one atomic update of one
+    /// slot stamped by the store's clock (SLOT-03). A retried acquire by the
+    /// same owner returns the lease it got.
+    async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult>;
+
+    /// Renews a slot lease for `ttl` (SLOT-04); `None` when it is no longer held as named.
+    async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>>;
+
+    /// Releases a slot lease, raising the slot's floor to what it issued (SLOT-05).
+    async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool>;
 
     /// Closes the store: every lease it gave ends (`Closed`), every waiter fails.
     async fn close(&self);

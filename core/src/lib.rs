@@ -34,6 +34,7 @@ mod memory;
 pub mod names;
 pub mod remote;
 pub mod runtime;
+pub mod slots;
 mod store;
 pub mod table;
 

@@ -14,6 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
+use crate::slots::{AcquireResult, SlotLease, SlotRequest, SlotTable};
 use crate::table::{Event, GiveUp, Grant, HoldAnswer, HoldRequest, LeaseTable, Limits};
 
 /// How an embedded store behaves.
@@ -78,6 +79,7 @@ struct State {
     table: LeaseTable,
     waiters: HashMap<RequestId, oneshot::Sender<Result<Granted>>>,
     losses: HashMap<LeaseId, oneshot::Sender<LossReason>>,
+    slots: SlotTable,
     /// The deadline the timer task sleeps until.
     timer_at: Option<Instant>,
     closed: bool,
@@ -124,6 +126,7 @@ impl MemoryDriver {
                 table: LeaseTable::new(fences, options.limits),
                 waiters: HashMap::new(),
                 losses: HashMap::new(),
+                slots: SlotTable::new(0),
                 timer_at: None,
                 closed: false,
             }),
@@ -347,6 +350,26 @@ impl Driver for MemoryDriver {
                 expires_in: h.grant.expires_at.map(|e| e.saturating_since(now)),
             })
             .collect())
+    }
+
+    async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
+        let now_ms = self.shared.clock.unix_millis();
+        self.shared.with_state(|st, _| {
+            let State { table, slots, .. } = st;
+            slots.acquire(&request, now_ms, || table.next_fence())
+        })
+    }
+
+    async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>> {
+        let now_ms = self.shared.clock.unix_millis();
+        self.shared
+            .with_state(|st, _| st.slots.renew(lease, ttl, now_ms))
+    }
+
+    async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool> {
+        let now_ms = self.shared.clock.unix_millis();
+        self.shared
+            .with_state(|st, _| Ok(st.slots.release(lease, last_issued, now_ms)))
     }
 
     async fn close(&self) {

@@ -17,6 +17,7 @@ use crate::memory::{MemoryDriver, MemoryOptions};
 use crate::names;
 use crate::remote::{ConnectOptions, RemoteDriver};
 use crate::runtime;
+use crate::slots::SlotsBuilder;
 use crate::table::{HoldRequest, KeyName};
 
 pub(crate) struct StoreInner {
@@ -138,6 +139,11 @@ impl Store {
     /// The store's driver.
     pub fn driver(&self) -> &Arc<dyn Driver> {
         &self.inner.driver
+    }
+
+    /// The slot namespace `name`; set its options, then [`SlotsBuilder::open`] it.
+    pub fn slots(&self, name: &str) -> SlotsBuilder {
+        SlotsBuilder::new(self.clone(), name)
     }
 
     /// A lock named `name`; set its options, then [`LockBuilder::open`] it.

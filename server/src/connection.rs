@@ -24,8 +24,10 @@ use futures::stream::FuturesUnordered;
 use futures::{SinkExt, StreamExt};
 use leasehold::driver::{Acquire, Driver, Granted, HoldRequest, KeyName, Waiting};
 use leasehold::remote::protocol::{
-    self, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant, WireHolder, VERSION,
+    self, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant, WireHolder,
+    WireSlotLease, VERSION,
 };
+use leasehold::slots::{NamespaceSpec, SlotLease, SlotRequest};
 use leasehold::{duration, names, Error, ErrorKind, LeaseId, LossReason, RequestId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
@@ -520,9 +522,62 @@ impl Connection {
             }
             Request::List { lock } => (Op::List, self.list(lock).await),
             Request::Ping => (Op::Ping, Ok(Reply::Pong)),
+            Request::SlotAcquire {
+                namespace,
+                owner,
+                limit,
+                ttl_ms,
+                tolerance_ms,
+                offset,
+                preferred,
+            } => {
+                let request = SlotRequest {
+                    namespace,
+                    owner,
+                    spec: NamespaceSpec {
+                        limit,
+                        tolerance: Duration::from_millis(tolerance_ms),
+                        offset,
+                    },
+                    ttl: Duration::from_millis(ttl_ms),
+                    preferred,
+                };
+                (Op::SlotAcquire, self.slot_acquire(request).await)
+            }
+            Request::SlotRenew { lease, ttl_ms } => (
+                Op::SlotRenew,
+                self.slot_renew(lease.into(), Duration::from_millis(ttl_ms))
+                    .await,
+            ),
+            Request::SlotRelease { lease, last_issued } => (
+                Op::SlotRelease,
+                self.slot_release(lease.into(), last_issued).await,
+            ),
         };
         self.shared.metrics.observe(op, started.elapsed());
         out
+    }
+
+    async fn slot_acquire(&self, request: SlotRequest) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        let acquired = self.shared.driver.slot_acquire(request).await?;
+        Ok(Reply::SlotAcquired(
+            acquired.lease().as_ref().map(WireSlotLease::from),
+        ))
+    }
+
+    async fn slot_renew(&self, lease: SlotLease, ttl: Duration) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        let renewed = self.shared.driver.slot_renew(&lease, ttl).await?;
+        Ok(Reply::SlotRenewed(
+            renewed.as_ref().map(WireSlotLease::from),
+        ))
+    }
+
+    async fn slot_release(&self, lease: SlotLease, last_issued: u64) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        let released = self.shared.driver.slot_release(&lease, last_issued).await?;
+        Ok(Reply::SlotReleased(released))
     }
 
     async fn hold(

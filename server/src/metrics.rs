@@ -37,16 +37,25 @@ pub enum Op {
     List,
     /// `Ping`.
     Ping,
+    /// `SlotAcquire`.
+    SlotAcquire,
+    /// `SlotRenew`.
+    SlotRenew,
+    /// `SlotRelease`.
+    SlotRelease,
 }
 
 impl Op {
-    const ALL: [Op; 6] = [
+    const ALL: [Op; 9] = [
         Op::Hold,
         Op::Renew,
         Op::Release,
         Op::GiveUp,
         Op::List,
         Op::Ping,
+        Op::SlotAcquire,
+        Op::SlotRenew,
+        Op::SlotRelease,
     ];
 
     /// The label value.
@@ -58,6 +67,9 @@ impl Op {
             Op::GiveUp => "give_up",
             Op::List => "list",
             Op::Ping => "ping",
+            Op::SlotAcquire => "slot_acquire",
+            Op::SlotRenew => "slot_renew",
+            Op::SlotRelease => "slot_release",
         }
     }
 }

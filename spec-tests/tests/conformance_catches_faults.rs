@@ -8,6 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use leasehold::clock::{Clock, VirtualClock};
 use leasehold::driver::{Acquire, Capabilities, Driver, GiveUp, Grant, HoldRequest, HolderInfo};
+use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
 use leasehold::{ErrorKind, LeaseId, MemoryDriver, MemoryOptions, RequestId, Result};
 use spec_tests::conformance::{self, Harness, Time};
 
@@ -75,6 +76,18 @@ impl Driver for Faulty {
 
     async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
         self.inner.holders(lock).await
+    }
+
+    async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
+        self.inner.slot_acquire(request).await
+    }
+
+    async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>> {
+        self.inner.slot_renew(lease, ttl).await
+    }
+
+    async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool> {
+        self.inner.slot_release(lease, last_issued).await
     }
 
     async fn close(&self) {

@@ -26,6 +26,7 @@ use crate::driver::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
+use crate::slots::{AcquireResult, SlotLease, SlotRequest};
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
 const BACKOFF_CAP: Duration = Duration::from_secs(2);
@@ -246,6 +247,17 @@ impl Shared {
         match self.ask(body, None, |_| {}).await? {
             Asked::Answered(answer) => answer,
             Asked::Dropped => Err(unavailable("the connection dropped before the answer")),
+        }
+    }
+
+    /// Sends a request until the server answers it, through every reconnection
+    /// (for requests that may be repeated: the caller bounds the time).
+    async fn call_until_answered(&self, body: Request) -> Result<Reply> {
+        loop {
+            self.wait_up().await?;
+            if let Asked::Answered(answer) = self.ask(body.clone(), None, |_| {}).await? {
+                return answer;
+            }
         }
     }
 
@@ -736,6 +748,36 @@ impl Driver for RemoteDriver {
                 })
                 .collect()),
             other => Err(unexpected("list", &other)),
+        }
+    }
+
+    async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
+        match self.shared.call_until_answered(request.to_wire()).await? {
+            Reply::SlotAcquired(Some(lease)) => Ok(AcquireResult::Leased(lease.into())),
+            Reply::SlotAcquired(None) => Ok(AcquireResult::Exhausted),
+            other => Err(unexpected("slot acquire", &other)),
+        }
+    }
+
+    async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>> {
+        let body = Request::SlotRenew {
+            lease: lease.into(),
+            ttl_ms: millis(ttl),
+        };
+        match self.shared.call_until_answered(body).await? {
+            Reply::SlotRenewed(renewed) => Ok(renewed.map(SlotLease::from)),
+            other => Err(unexpected("slot renew", &other)),
+        }
+    }
+
+    async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool> {
+        let body = Request::SlotRelease {
+            lease: lease.into(),
+            last_issued,
+        };
+        match self.shared.call_until_answered(body).await? {
+            Reply::SlotReleased(released) => Ok(released),
+            other => Err(unexpected("slot release", &other)),
         }
     }
 

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind};
 use crate::loss::LossReason;
+use crate::slots::{Owner, SlotLease, SlotRequest};
 use crate::table::{GiveUp, Grant};
 
 /// The protocol version this build speaks.
@@ -101,6 +102,104 @@ pub enum Request {
     },
     /// Answer at once: a round trip, to measure or keep a connection alive.
     Ping,
+    /// Acquire a slot (SLOT-01).
+    SlotAcquire {
+        /// The namespace.
+        namespace: String,
+        /// Who asks.
+        owner: Owner,
+        /// The slots are `[0, limit)`.
+        limit: u32,
+        /// The lease's ttl in milliseconds.
+        ttl_ms: u64,
+        /// How far the ceiling lies beyond the expiry, in milliseconds.
+        tolerance_ms: u64,
+        /// What node numbers add to the slot.
+        offset: u32,
+        /// The slot to try after one the owner holds.
+        preferred: Option<u32>,
+    },
+    /// Renew a slot lease (SLOT-04).
+    SlotRenew {
+        /// The lease as last returned.
+        lease: WireSlotLease,
+        /// The ttl in milliseconds.
+        ttl_ms: u64,
+    },
+    /// Release a slot lease (SLOT-05).
+    SlotRelease {
+        /// The lease as last returned.
+        lease: WireSlotLease,
+        /// The largest timestamp issued under it, in milliseconds.
+        last_issued: u64,
+    },
+}
+
+/// A slot lease as the wire carries it; times in milliseconds since the
+/// Unix epoch on the server's clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireSlotLease {
+    /// The namespace.
+    pub namespace: String,
+    /// The owner.
+    pub owner: Owner,
+    /// The slot.
+    pub slot: u32,
+    /// The namespace's offset.
+    pub offset: u32,
+    /// The fence.
+    pub fence: u64,
+    /// The floor.
+    pub floor: u64,
+    /// The expiry.
+    pub expires_at: u64,
+    /// The ceiling.
+    pub ceiling: u64,
+}
+
+impl From<&SlotLease> for WireSlotLease {
+    fn from(l: &SlotLease) -> WireSlotLease {
+        WireSlotLease {
+            namespace: l.namespace.clone(),
+            owner: l.owner.clone(),
+            slot: l.slot,
+            offset: l.offset,
+            fence: l.fence,
+            floor: l.floor,
+            expires_at: l.expires_at,
+            ceiling: l.ceiling,
+        }
+    }
+}
+
+impl From<WireSlotLease> for SlotLease {
+    fn from(w: WireSlotLease) -> SlotLease {
+        SlotLease {
+            namespace: w.namespace,
+            owner: w.owner,
+            slot: w.slot,
+            offset: w.offset,
+            fence: w.fence,
+            floor: w.floor,
+            expires_at: w.expires_at,
+            ceiling: w.ceiling,
+        }
+    }
+}
+
+impl SlotRequest {
+    /// The request as the wire carries it.
+    pub fn to_wire(&self) -> Request {
+        Request::SlotAcquire {
+            namespace: self.namespace.clone(),
+            owner: self.owner.clone(),
+            limit: self.spec.limit,
+            ttl_ms: millis(self.ttl),
+            tolerance_ms: millis(self.spec.tolerance),
+            offset: self.spec.offset,
+            preferred: self.preferred,
+        }
+    }
 }
 
 /// A lease as the wire carries it.
@@ -164,6 +263,12 @@ pub enum Reply {
     Holders(Vec<WireHolder>),
     /// The answer to `Ping`.
     Pong,
+    /// The answer to `SlotAcquire`: the lease, or `None` when every slot is held.
+    SlotAcquired(Option<WireSlotLease>),
+    /// The answer to `SlotRenew`: the renewed lease, or `None` when it is no longer held.
+    SlotRenewed(Option<WireSlotLease>),
+    /// The answer to `SlotRelease`: whether it released.
+    SlotReleased(bool),
 }
 
 /// [`GiveUp`] on the wire.

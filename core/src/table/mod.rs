@@ -233,6 +233,12 @@ impl LeaseTable {
         self.fences.epoch()
     }
 
+    /// A fence larger than every fence given before, for a lease the table
+    /// does not keep (a slot lease shares the store's fences, SLOT-08).
+    pub fn next_fence(&mut self) -> Result<u64> {
+        self.fences.next_fence()
+    }
+
     /// Takes the events that calls since the last drain produced.
     pub fn drain_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.events)
