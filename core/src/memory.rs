@@ -14,7 +14,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
-use crate::slots::{AcquireResult, SlotLease, SlotRequest, SlotTable};
+use crate::slots::{AcquireResult, Recovered, SlotJournal, SlotLease, SlotRequest, SlotTable};
 use crate::table::{Event, GiveUp, Grant, HoldAnswer, HoldRequest, LeaseTable, Limits};
 
 /// How an embedded store behaves.
@@ -80,6 +80,7 @@ struct State {
     waiters: HashMap<RequestId, oneshot::Sender<Result<Granted>>>,
     losses: HashMap<LeaseId, oneshot::Sender<LossReason>>,
     slots: SlotTable,
+    journal: Option<Box<dyn SlotJournal>>,
     /// The deadline the timer task sleeps until.
     timer_at: Option<Instant>,
     closed: bool,
@@ -127,6 +128,7 @@ impl MemoryDriver {
                 waiters: HashMap::new(),
                 losses: HashMap::new(),
                 slots: SlotTable::new(0),
+                journal: None,
                 timer_at: None,
                 closed: false,
             }),
@@ -155,6 +157,19 @@ impl MemoryDriver {
         let (tx, rx) = oneshot::channel();
         st.losses.insert(lease, tx);
         Some(rx)
+    }
+
+    /// Makes the store's slot leases durable: starts from what `journal`
+    /// kept of the last run, and records every new namespace and ceiling in
+    /// it before answering. Call it before the store's first slot call.
+    pub fn restore_slots(&self, recovered: Recovered, journal: Box<dyn SlotJournal>) {
+        let mut st = self.shared.lock();
+        let mut slots = SlotTable::new(recovered.base_floor);
+        for (name, spec) in recovered.namespaces {
+            slots.restore_namespace(&name, spec);
+        }
+        st.slots = slots;
+        st.journal = Some(journal);
     }
 
     /// How many leases the store holds now.
@@ -355,15 +370,36 @@ impl Driver for MemoryDriver {
     async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
         let now_ms = self.shared.clock.unix_millis();
         self.shared.with_state(|st, _| {
-            let State { table, slots, .. } = st;
+            let State {
+                table,
+                slots,
+                journal,
+                ..
+            } = st;
+            if let Some(journal) = journal {
+                SlotTable::check_request(&request)?;
+                let known = slots.namespace(&request.namespace);
+                if known.is_none() {
+                    journal.record_namespace(&request.namespace, request.spec)?;
+                }
+                if known.is_none_or(|spec| spec == request.spec) {
+                    journal.cover_ceiling(slots.ceiling_for(now_ms, request.ttl, &request.spec))?;
+                }
+            }
             slots.acquire(&request, now_ms, || table.next_fence())
         })
     }
 
     async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>> {
         let now_ms = self.shared.clock.unix_millis();
-        self.shared
-            .with_state(|st, _| st.slots.renew(lease, ttl, now_ms))
+        self.shared.with_state(|st, _| {
+            if let Some(journal) = &mut st.journal {
+                if let Some(ceiling) = st.slots.renewal_ceiling(lease, ttl, now_ms) {
+                    journal.cover_ceiling(ceiling)?;
+                }
+            }
+            st.slots.renew(lease, ttl, now_ms)
+        })
     }
 
     async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool> {

@@ -24,6 +24,7 @@ pub mod epochs;
 mod listener;
 pub mod metrics;
 mod shared;
+pub mod slot_journal;
 pub mod tls;
 pub mod tokens;
 
@@ -42,6 +43,7 @@ pub use epochs::{DataDir, FileEpochs};
 pub use tokens::Tokens;
 
 use shared::Shared;
+use slot_journal::FileSlotJournal;
 
 /// How long shutting down waits for connections to say goodbye and close.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -74,6 +76,12 @@ impl Server {
         let tokens = config.tokens.as_deref().map(Tokens::load).transpose()?;
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;
         let dir = DataDir::open(&config.data_dir)?;
+        let (journal, recovered) = FileSlotJournal::open(dir.path()).with_context(|| {
+            format!(
+                "cannot read the slot journal in {}",
+                config.data_dir.display()
+            )
+        })?;
         let options = MemoryOptions::default()
             .renewal(true)
             .waiters_per_key(config.limits.max_waiters_per_key);
@@ -83,6 +91,7 @@ impl Server {
             &tokio::runtime::Handle::current(),
         )
         .context("cannot open the store")?;
+        driver.restore_slots(recovered, Box::new(journal));
         let driver = Arc::new(driver);
         let epoch = driver.epoch();
         let listener = TcpListener::bind(config.listen)

@@ -25,6 +25,8 @@
 
 mod handle;
 mod table;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
@@ -198,6 +200,29 @@ impl SlotLease {
     pub fn ceiling(&self) -> u64 {
         self.ceiling
     }
+}
+
+/// Where a store keeps what its slot leases need to survive a restart: the
+/// namespaces' parameters (SLOT-02) and a ceiling above every ceiling it
+/// gave, which starts every slot's floor after the restart (SLOT-06).
+///
+/// The store calls it under its lock, before it answers; a failure fails
+/// the call (`Internal`), and nothing changes.
+pub trait SlotJournal: Send + 'static {
+    /// Records namespace `name`'s parameters at its first use.
+    fn record_namespace(&mut self, name: &str, spec: NamespaceSpec) -> Result<()>;
+
+    /// Makes sure that a restarted store starts every slot at or above `ceiling`.
+    fn cover_ceiling(&mut self, ceiling: u64) -> Result<()>;
+}
+
+/// What a store's [`SlotJournal`] kept from its last run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Every slot's floor starts here: at or above every ceiling the last run gave.
+    pub base_floor: u64,
+    /// The namespaces and the parameters their first use fixed.
+    pub namespaces: Vec<(String, NamespaceSpec)>,
 }
 
 /// The answer to an acquire.

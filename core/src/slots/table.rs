@@ -95,6 +95,22 @@ impl SlotTable {
             .saturating_add(millis(spec.tolerance))
     }
 
+    /// Checks a request's parameters (names, ttl, spec, preferred slot), changing nothing.
+    pub fn check_request(req: &SlotRequest) -> Result<()> {
+        req.spec.check()?;
+        crate::names::check("slot namespace", &req.namespace)?;
+        crate::duration::check_ttl("a slot ttl", req.ttl)?;
+        if let Some(p) = req.preferred {
+            if p >= req.spec.limit {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!("preferred slot {p} lies outside [0, {})", req.spec.limit),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn tick(&mut self, now_ms: u64) -> u64 {
         self.now = self.now.max(now_ms);
         self.now
@@ -111,17 +127,7 @@ impl SlotTable {
         now_ms: u64,
         next_fence: impl FnOnce() -> Result<u64>,
     ) -> Result<AcquireResult> {
-        req.spec.check()?;
-        crate::names::check("slot namespace", &req.namespace)?;
-        crate::duration::check_ttl("a slot ttl", req.ttl)?;
-        if let Some(p) = req.preferred {
-            if p >= req.spec.limit {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    format!("preferred slot {p} lies outside [0, {})", req.spec.limit),
-                ));
-            }
-        }
+        SlotTable::check_request(req)?;
         let now = self.tick(now_ms);
         let ns = self
             .namespaces

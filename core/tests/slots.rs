@@ -1,0 +1,126 @@
+//! Slot leases (seed 002) through `Store::slots` on the embedded store, on a
+//! virtual clock whose time of day the store stamps (SLOT-03).
+
+use std::time::Duration;
+
+use leasehold::clock::{Clock, VirtualClock};
+use leasehold::slots::{AcquireResult, Owner};
+use leasehold::{ErrorKind, MemoryOptions, Store};
+
+const S: fn(u64) -> Duration = Duration::from_secs;
+
+fn store() -> (VirtualClock, Store) {
+    let clock = VirtualClock::new();
+    let store = Store::memory_with(MemoryOptions::default().clock(clock.clone().into()));
+    (clock, store)
+}
+
+// SLOT-01, SLOT-03, SLOT-06: through the Rust API, a lease is stamped by the
+// store's clock; once the clock passes its expiry another owner takes the
+// slot, with the old ceiling as its floor.
+#[tokio::test]
+async fn slot_01_slot_03_slot_06_expiry_on_the_store_clock() {
+    let (clock, store) = store();
+    let ids = store
+        .slots("ids")
+        .limit(1)
+        .ttl(S(10))
+        .tolerance(S(2))
+        .open()
+        .unwrap();
+    let a = ids
+        .acquire(&Owner::new("a").unwrap(), None)
+        .await
+        .unwrap()
+        .lease()
+        .unwrap();
+    let now = Clock::from(clock.clone()).unix_millis();
+    assert_eq!((a.expires_at(), a.ceiling()), (now + 10_000, now + 12_000));
+    let b = Owner::new("b").unwrap();
+    assert_eq!(
+        ids.acquire(&b, None).await.unwrap(),
+        AcquireResult::Exhausted
+    );
+    clock.advance(S(10)).await;
+    let taken = ids.acquire(&b, None).await.unwrap().lease().unwrap();
+    assert_eq!(taken.floor(), a.ceiling());
+    assert_eq!(ids.renew(&a).await.unwrap(), None);
+    assert!(!ids.release(&a, 0).await.unwrap());
+}
+
+// SLOT-04, SLOT-05: renew keeps the fence; release hands the floor on.
+#[tokio::test]
+async fn slot_04_slot_05_renew_then_release() {
+    let (clock, store) = store();
+    let ids = store.slots("ids").limit(4).ttl(S(10)).open().unwrap();
+    let me = Owner::with_instance("svc", "pid-1").unwrap();
+    let a = ids.acquire(&me, Some(3)).await.unwrap().lease().unwrap();
+    assert_eq!(a.slot(), 3);
+    clock.advance(S(4)).await;
+    let r = ids.renew(&a).await.unwrap().unwrap();
+    assert_eq!(r.fence(), a.fence());
+    assert_eq!(r.expires_at(), a.expires_at() + 4_000);
+    assert!(ids.release(&r, r.expires_at() - 1).await.unwrap());
+    let next = ids
+        .acquire(&Owner::new("other").unwrap(), Some(3))
+        .await
+        .unwrap()
+        .lease()
+        .unwrap();
+    assert_eq!(next.floor(), r.expires_at() - 1);
+    assert!(next.fence() > a.fence());
+}
+
+// ERR-03: bad options are refused when the namespace is opened, each with its code.
+#[tokio::test]
+async fn err_03_bad_slot_options() {
+    let (_, store) = store();
+    let cases = [
+        (store.slots(""), ErrorKind::EmptyName),
+        (store.slots("ids").limit(0), ErrorKind::InvalidArgument),
+        (
+            store.slots("ids").ttl(Duration::from_millis(5)),
+            ErrorKind::InvalidTtl,
+        ),
+        (store.slots("ids").tolerance(S(7200)), ErrorKind::InvalidTtl),
+        (
+            store.slots("ids").timeout(Duration::ZERO),
+            ErrorKind::InvalidTtl,
+        ),
+        (
+            store.slots("ids").offset(u32::MAX),
+            ErrorKind::InvalidArgument,
+        ),
+    ];
+    for (builder, kind) in cases {
+        assert_eq!(builder.open().unwrap_err().kind(), kind);
+    }
+    let ids = store.slots("ids").limit(2).open().unwrap();
+    let err = ids
+        .acquire(&Owner::new("a").unwrap(), Some(2))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+}
+
+// ERR-01: a closed store fails slot calls `Closed`.
+#[tokio::test]
+async fn err_01_slots_on_a_closed_store() {
+    let (_, store) = store();
+    let ids = store.slots("ids").open().unwrap();
+    let lease = ids
+        .acquire(&Owner::new("a").unwrap(), None)
+        .await
+        .unwrap()
+        .lease()
+        .unwrap();
+    store.close().await;
+    assert_eq!(
+        ids.renew(&lease).await.unwrap_err().kind(),
+        ErrorKind::Closed
+    );
+    assert_eq!(
+        store.slots("ids").open().unwrap_err().kind(),
+        ErrorKind::Closed
+    );
+}

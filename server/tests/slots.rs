@@ -1,0 +1,142 @@
+//! Slot leases through the core's client against the real `leasehold`
+//! process: restarts (the journal in the data dir), a frozen server
+//! (timeouts), and roles.
+
+mod support;
+
+use std::time::Duration;
+
+use leasehold::remote::ConnectOptions;
+use leasehold::slots::{AcquireResult, Owner, Slots};
+use leasehold::{ErrorKind, Store};
+use support::server::{send_signal, ServerProcess};
+use support::{connect, data_dir, S};
+
+/// The signal numbers on Linux.
+const SIGSTOP: i32 = 19;
+const SIGCONT: i32 = 18;
+
+fn slots(store: &Store, limit: u32) -> Slots {
+    store
+        .slots("order-ids")
+        .limit(limit)
+        .ttl(S(30))
+        .tolerance(S(2))
+        .offset(512)
+        .timeout(Duration::from_millis(400))
+        .open()
+        .unwrap()
+}
+
+fn owner(key: &str) -> Owner {
+    Owner::new(key).unwrap()
+}
+
+// SLOT-02, SLOT-06, SLOT-08: after kill -9 and a restart on the same data
+// dir, the namespace keeps its parameters; a new holder's floor lies above
+// every ceiling the last run gave, and its fence above every fence; the old
+// holder's lease renews to nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slot_02_slot_06_slot_08_a_restart_keeps_namespaces_floors_and_fences() {
+    let dir = data_dir();
+    let mut server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let before = slots(&store, 8)
+        .acquire(&owner("svc"), None)
+        .await
+        .unwrap()
+        .lease()
+        .unwrap();
+    assert_eq!((before.slot(), before.node()), (0, 512));
+    server.kill9();
+    server.restart();
+
+    let after = connect(&server.url()).await;
+    let mismatch = slots(&after, 16).acquire(&owner("other"), None).await;
+    assert_eq!(
+        mismatch.unwrap_err().kind(),
+        ErrorKind::NamespaceMismatch,
+        "the restarted server forgot the namespace's limit"
+    );
+    let next = slots(&after, 8)
+        .acquire(&owner("other"), None)
+        .await
+        .unwrap()
+        .lease()
+        .unwrap();
+    assert_eq!(next.slot(), 0, "the restarted server forgot nothing else");
+    assert!(
+        next.floor() >= before.ceiling(),
+        "floor {} below the last run's ceiling {}",
+        next.floor(),
+        before.ceiling()
+    );
+    assert!(next.fence() > before.fence());
+    assert_eq!(slots(&after, 8).renew(&before).await.unwrap(), None);
+}
+
+// SLOT-07: a server that does not answer (SIGSTOP) fails the call with
+// Timeout, recognisable as such; once it runs again, the same owner's
+// acquire answers, and gets the one slot its timed-out acquire may have taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slot_07_a_frozen_server_times_out() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let ids = slots(&store, 8);
+    let me = owner("svc");
+    send_signal(server.pid(), SIGSTOP);
+    let frozen = ids.acquire(&me, None).await;
+    send_signal(server.pid(), SIGCONT);
+    let err = frozen.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.kind().is_timeout());
+    let lease = ids.acquire(&me, None).await.unwrap().lease().unwrap();
+    let again = ids.acquire(&me, None).await.unwrap().lease().unwrap();
+    assert_eq!((again.slot(), again.fence()), (lease.slot(), lease.fence()));
+    // Outcomes are not timeouts.
+    let mismatch = slots(&store, 4)
+        .acquire(&owner("x"), None)
+        .await
+        .unwrap_err();
+    assert!(!mismatch.kind().is_timeout());
+}
+
+// SLOT-01: Exhausted through the server is an answer, not an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slot_01_exhausted_through_the_server() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let ids = slots(&store, 2);
+    for key in ["a", "b"] {
+        assert!(matches!(
+            ids.acquire(&owner(key), None).await.unwrap(),
+            AcquireResult::Leased(_)
+        ));
+    }
+    assert_eq!(
+        ids.acquire(&owner("c"), None).await.unwrap(),
+        AcquireResult::Exhausted
+    );
+}
+
+// LOCK-14: a read-only token may not take slots.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_14_a_read_token_takes_no_slot() {
+    let dir = data_dir();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "r read\n").unwrap();
+    let server = ServerProcess::start(
+        &dir.path().join("data"),
+        &["--tokens", tokens.to_str().unwrap()],
+    );
+    let reader = Store::connect(&server.url(), ConnectOptions::default().token("r"))
+        .await
+        .unwrap();
+    let err = slots(&reader, 2)
+        .acquire(&owner("a"), None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+}
