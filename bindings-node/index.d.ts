@@ -1,6 +1,6 @@
 // Types of the npm package `leasehold`: leases and fenced locks over one
 // Rust core (the embedded store, or the server store `leasehold serve`).
-// Contract IDs (LOCK-05, MANUAL-03, …) refer to the project's contracts.
+// Contract IDs (LOCK-05, MANUAL-03, SLOT-01, …) refer to the project's contracts.
 
 /** A duration: a number of milliseconds, or a string such as `'250ms'`, `'30s'`, `'1m'`, `'1m30s'`, `'1h'`. */
 export type Duration = number | string
@@ -50,6 +50,14 @@ export class LostError extends LeaseholdError {
   result?: unknown
 }
 
+/**
+ * Whether `error` is a store timeout (SLOT-07): a `LeaseholdError` with code
+ * `'TIMEOUT'` (the store did not answer in time and the call's outcome is
+ * unknown), or an error whose `cause` chain holds one. Failures that are
+ * outcomes (`NAMESPACE_MISMATCH`, `LOST`, …) are not timeouts.
+ */
+export function isTimeout(error: unknown): boolean
+
 /** Options of a lock (LOCK-13). */
 export interface LockOptions {
   /** How long a lease lasts without renewal: 1 s to 1 h, 10 s by default. */
@@ -96,6 +104,28 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
+/** Options of a slot namespace (seed 002). */
+export interface SlotsOptions {
+  /** The slots are `[0, limit)`: 1 to 65536, 1024 by default. */
+  limit?: number
+  /** A lease expires this long after the store's now unless renewed: 1 s to 1 h, 10 s by default. */
+  ttl?: Duration
+  /** A lease's ceiling lies this far beyond its expiry: at most 1 h, 1 s by default. */
+  tolerance?: Duration
+  /** What a node number adds to the slot: 0 by default. */
+  offset?: number
+  /** How long one acquire, renew or release may take before it fails `TIMEOUT`: 5 s by default. */
+  timeout?: Duration
+}
+
+/** Options of `slots.acquire`. */
+export interface SlotAcquireOptions {
+  /** The slot to try after one the owner holds already, in `[0, limit)`. */
+  preferred?: number
+  /** Aborting it stops waiting for the store's answer (`CANCELLED`). */
+  signal?: AbortSignal
+}
+
 /** One holder, as `store.holders()` lists it. */
 export interface HolderInfo {
   /** The lock's name (empty for manual leases). */
@@ -118,6 +148,11 @@ export class Store {
   tryAcquire(name: string, options?: TryAcquireOptions): Promise<ManualLease | null>
   /** Waits for the manual lease `name` (MANUAL-02). */
   acquire(name: string, options?: AcquireOptions): Promise<ManualLease>
+  /**
+   * The slot namespace `name` with its options; nothing is sent to the
+   * store. Throws `EMPTY_NAME`, `INVALID_TTL`, `INVALID_ARGUMENT`.
+   */
+  slots(name: string, options?: SlotsOptions): Slots
   /** The holders of lock `lock`, or of every lock. */
   holders(lock?: string): Promise<HolderInfo[]>
   /** Ends every lease the store gave and fails its waiting calls `CLOSED`. */
@@ -173,6 +208,64 @@ export class ManualLease {
   extend(d: Duration): Promise<void>
   /** Releases the lease if it still owns its name (MANUAL-04). */
   release(): Promise<void>
+}
+
+/** Who leases a slot: a stable key and the instance id of one process. */
+export class Owner {
+  /**
+   * An owner with key `key` and instance id `instance`, or a fresh random
+   * instance id when not given. Throws `EMPTY_NAME`, `INVALID_ARGUMENT`.
+   */
+  constructor(key: string, instance?: string)
+  /** The stable key: a new process of it prefers the slot its key held last. */
+  readonly key: string
+  /** This process's instance id. */
+  readonly instance: string
+}
+
+/** A slot namespace opened on a store (seed 002). */
+export class Slots {
+  private constructor()
+  readonly name: string
+  readonly limit: number
+  /** Milliseconds. */
+  readonly ttl: number
+  /** Milliseconds. */
+  readonly tolerance: number
+  readonly offset: number
+  /**
+   * Acquires a slot (SLOT-01): the one `owner` holds already, else
+   * `preferred` if free, else the one its key held last if free, else the
+   * lowest free slot; `null` when every slot is held.
+   */
+  acquire(owner: Owner, options?: SlotAcquireOptions): Promise<SlotLease | null>
+  /** Renews `lease`, keeping its fence (SLOT-04); `null` when the owner or fence no longer match. */
+  renew(lease: SlotLease): Promise<SlotLease | null>
+  /**
+   * Releases `lease`, having issued timestamps up to `lastIssued` ms: the
+   * next holder's floor is `max(floor, min(lastIssued, ceiling))` (SLOT-05).
+   * `false` when the owner or fence no longer match.
+   */
+  release(lease: SlotLease, lastIssued: number | bigint): Promise<boolean>
+}
+
+/** A lease on one slot, as last returned by the store; times are ms since the Unix epoch on the store's clock. */
+export class SlotLease {
+  private constructor()
+  readonly namespace: string
+  readonly owner: Owner
+  /** In `[0, limit)`. */
+  readonly slot: number
+  /** The node number for IDs: the slot plus the namespace's offset. */
+  readonly node: number
+  /** Larger than every fence the store gave before (SLOT-08). */
+  readonly fence: bigint
+  /** Issue only timestamps above this one. */
+  readonly floor: number
+  /** When the lease expires unless renewed. */
+  readonly expiresAt: number
+  /** Issue no timestamp past this one. */
+  readonly ceiling: number
 }
 
 /** An embedded store in this process (LOCK-19). */

@@ -6,7 +6,8 @@ const { Store, memory, connect } = require('./lib/store')
 const { Lock } = require('./lib/lock')
 const { Lease } = require('./lib/lease')
 const { ManualLease } = require('./lib/manual')
-const { codes, LeaseholdError, LostError } = require('./lib/errors')
+const { Owner, Slots, SlotLease } = require('./lib/slots')
+const { codes, LeaseholdError, LostError, isTimeout } = require('./lib/errors')
 
 module.exports = {
   memory,
@@ -15,7 +16,11 @@ module.exports = {
   Lock,
   Lease,
   ManualLease,
+  Owner,
+  Slots,
+  SlotLease,
   LeaseholdError,
   LostError,
+  isTimeout,
   codes,
 }

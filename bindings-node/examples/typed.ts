@@ -2,15 +2,19 @@
 import {
   codes,
   connect,
+  isTimeout,
   LeaseholdError,
   LostError,
   memory,
+  Owner,
   type ErrorCode,
   type HolderInfo,
   type Lease,
   type Lock,
   type LossReason,
   type ManualLease,
+  type SlotLease,
+  type Slots,
   type Store,
 } from 'leasehold'
 import { memory as testMemory, parseDuration, VirtualClock } from 'leasehold/testing'
@@ -72,6 +76,36 @@ export async function main(url: string, token: string, ca: string): Promise<numb
   })
   await waited.release()
   const holders: HolderInfo[] = await store.holders('summaries')
+
+  const orderIds: Slots = store.slots('order-ids', {
+    limit: 1024,
+    ttl: '30s',
+    tolerance: 2_000,
+    offset: 0,
+    timeout: '5s',
+  })
+  const limit: number = orderIds.limit + orderIds.offset + orderIds.ttl + orderIds.tolerance
+  const owner = new Owner('order-service')
+  const pinned = new Owner('order-service', 'pod-7')
+  const instance: string = owner.instance + pinned.key
+  let node = 0
+  try {
+    const lease: SlotLease | null = await orderIds.acquire(owner, {
+      preferred: 3,
+      signal: controller.signal,
+    })
+    if (lease !== null) {
+      node = lease.node + lease.slot
+      const slotFence: bigint = lease.fence
+      const window: number = lease.ceiling - Math.max(lease.floor, lease.expiresAt)
+      console.log(lease.namespace, lease.owner.key, slotFence, window)
+      const renewed: SlotLease | null = await orderIds.renew(lease)
+      const released: boolean = await orderIds.release(renewed ?? lease, Date.now())
+      console.log(released, await orderIds.release(lease, BigInt(lease.floor)))
+    }
+  } catch (error) {
+    if (isTimeout(error)) console.log('the store did not answer in time; the outcome is unknown')
+  }
   await store.close()
 
   const remote: Store = await connect(url, { token, tls: { ca }, connectTimeout: '2s' })
@@ -82,5 +116,15 @@ export async function main(url: string, token: string, ca: string): Promise<numb
   await clock.advance('1s')
   const now: number = clock.now + parseDuration('1m')
   await test.close()
-  return Number(fence) + ttl + (maxHold ?? 0) + (ran?.length ?? 0) + holders.length + now
+  return (
+    Number(fence) +
+    ttl +
+    (maxHold ?? 0) +
+    (ran?.length ?? 0) +
+    holders.length +
+    now +
+    limit +
+    instance.length +
+    node
+  )
 }

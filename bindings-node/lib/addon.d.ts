@@ -20,6 +20,14 @@ export class NativeStore {
     wait: NativeDuration,
     margin: NativeDuration,
   ): NativeLock
+  slots(
+    name: string,
+    limit: number | null,
+    ttl: NativeDuration,
+    tolerance: NativeDuration,
+    offset: number | null,
+    timeout: NativeDuration,
+  ): NativeSlots
   tryAcquire(name: string, ttl: NativeDuration): Eventually<NativeManualLease | null>
   acquire(
     name: string,
@@ -67,6 +75,38 @@ export class NativeManualLease {
   release(): Eventually<void>
 }
 
+export class NativeOwner {
+  readonly key: string
+  readonly instance: string
+}
+
+export class NativeSlots {
+  readonly name: string
+  readonly limit: number
+  readonly tolerance: number
+  readonly offset: number
+  readonly ttl: number
+  acquire(
+    owner: NativeOwner,
+    preferred: number | null,
+    cancel: Canceller | null,
+  ): Eventually<NativeSlotLease | null>
+  renew(lease: NativeSlotLease): Eventually<NativeSlotLease | null>
+  release(lease: NativeSlotLease, lastIssued: bigint): Eventually<boolean>
+}
+
+export class NativeSlotLease {
+  readonly namespace: string
+  readonly ownerKey: string
+  readonly ownerInstance: string
+  readonly slot: number
+  readonly node: number
+  readonly fence: bigint
+  readonly floor: number
+  readonly expiresAt: number
+  readonly ceiling: number
+}
+
 export class NativeVirtualClock {
   constructor()
   readonly now: number
@@ -84,6 +124,7 @@ export interface Native {
     connectTimeout: NativeDuration,
   ): Eventually<NativeStore>
   errorCodes(): string[]
+  owner(key: string, instance: string | null): NativeOwner
   memoryWith(clock: NativeVirtualClock | null, renewal: boolean, push: boolean): NativeStore
   parseDuration(text: string): number
   panicNow(message: string): void

@@ -85,6 +85,36 @@ function requiredDuration(what, value) {
 }
 
 /**
+ * An optional whole number from 0 to `max`; `undefined` is "not given".
+ * @param {string} what
+ * @param {unknown} value
+ * @param {number} max
+ * @returns {number | null}
+ */
+function optionalIndex(what, value, max) {
+  if (value === undefined || value === null) return null
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw invalid(`${what} must be a whole number from 0 to ${max}, got ${show(value)}`)
+  }
+  return value
+}
+
+/**
+ * A count of milliseconds as the addon takes it: a bigint from 0 to
+ * 2^64 - 1, given as a bigint or as a whole number up to 2^53 - 1.
+ * @param {string} what
+ * @param {unknown} value
+ * @returns {bigint}
+ */
+function millis(what, value) {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return BigInt(value)
+  if (typeof value === 'bigint' && value >= 0n && value <= 0xffff_ffff_ffff_ffffn) return value
+  throw invalid(
+    `${what} must be a whole number of milliseconds (a number up to 2^53 - 1 or a bigint up to 2^64 - 1), got ${show(value)}`,
+  )
+}
+
+/**
  * An optional AbortSignal.
  * @param {unknown} value
  * @returns {AbortSignal | null}
@@ -108,6 +138,17 @@ function func(value) {
 }
 
 /**
+ * A number or bigint as written, else its type.
+ * @param {unknown} value
+ * @returns {string}
+ */
+function show(value) {
+  if (typeof value === 'number') return String(value)
+  if (typeof value === 'bigint') return `${value}n`
+  return describe(value)
+}
+
+/**
  * @param {unknown} value
  * @returns {string}
  */
@@ -117,4 +158,14 @@ function describe(value) {
   return typeof value
 }
 
-module.exports = { options, string, optionalString, duration, requiredDuration, signal, func }
+module.exports = {
+  options,
+  string,
+  optionalString,
+  duration,
+  requiredDuration,
+  optionalIndex,
+  millis,
+  signal,
+  func,
+}

@@ -54,6 +54,25 @@ class LostError extends LeaseholdError {
 }
 Object.defineProperty(LostError.prototype, 'name', { value: 'LostError' })
 
+/**
+ * Whether `error` is a store timeout (SLOT-07): a LeaseholdError with code
+ * 'TIMEOUT' (the store did not answer in time; the call's outcome is
+ * unknown), or an error whose `cause` chain holds one. Failures that are
+ * outcomes (NAMESPACE_MISMATCH, LOST, …) are not.
+ * @param {unknown} error
+ * @returns {boolean}
+ */
+function isTimeout(error) {
+  const seen = new Set()
+  let current = error
+  while (typeof current === 'object' && current !== null && !seen.has(current)) {
+    if (current instanceof LeaseholdError && current.code === 'TIMEOUT') return true
+    seen.add(current)
+    current = /** @type {{ cause?: unknown }} */ (current).cause
+  }
+  return false
+}
+
 /** Node-API statuses of a value the addon could not convert: a wrong argument type. */
 const conversionStatuses = new Set([
   'InvalidArg',
@@ -96,4 +115,4 @@ function fromNative(error, extra) {
   return new LeaseholdError('INTERNAL', `a bug in Leasehold: ${text}`, { cause: error })
 }
 
-module.exports = { codes, LeaseholdError, LostError, fromNative }
+module.exports = { codes, LeaseholdError, LostError, isTimeout, fromNative }

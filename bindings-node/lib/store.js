@@ -1,12 +1,13 @@
 'use strict'
 // Stores: `memory()` (embedded, in this process) and `connect(url)` (the
-// server store), locks, manual leases and closing.
+// server store), locks, manual leases, slot namespaces and closing.
 
 const native = require('./native')
 const args = require('./args')
 const { fromNative } = require('./errors')
 const { Lock, Held, cancelled } = require('./lock')
 const { ManualLease } = require('./manual')
+const { Slots, MAX_U32 } = require('./slots')
 
 /** @typedef {import('./addon').NativeStore} NativeStore */
 /** @typedef {import('../index').HolderInfo} HolderInfo */
@@ -45,6 +46,38 @@ class Store {
     const margin = args.duration('margin', given.margin)
     try {
       return new Lock(this.#native.lock(name, ttl, maxHold, wait, margin), this.#held)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /**
+   * The slot namespace `name` with its options (seed 002): `limit` slots
+   * (1 to 65536, 1024 by default), `ttl` of the leases (1 s to 1 h, 10 s
+   * by default), `tolerance` of their ceilings (at most 1 h, 1 s by
+   * default), `offset` added to a slot to make its node number (0 by
+   * default), `timeout` of each call (5 s by default; TIMEOUT past it).
+   * Nothing is sent to the store.
+   * @param {string} name
+   * @param {import('../index').SlotsOptions} [options]
+   * @returns {Slots}
+   */
+  slots(name, options) {
+    args.string('slot namespace', name)
+    const given = args.options('slots options', options, [
+      'limit',
+      'ttl',
+      'tolerance',
+      'offset',
+      'timeout',
+    ])
+    const limit = args.optionalIndex('limit', given.limit, MAX_U32)
+    const ttl = args.duration('ttl', given.ttl)
+    const tolerance = args.duration('tolerance', given.tolerance)
+    const offset = args.optionalIndex('offset', given.offset, MAX_U32)
+    const timeout = args.duration('timeout', given.timeout)
+    try {
+      return new Slots(this.#native.slots(name, limit, ttl, tolerance, offset, timeout))
     } catch (error) {
       throw fromNative(error)
     }

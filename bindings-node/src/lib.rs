@@ -20,5 +20,6 @@ pub mod holding;
 pub mod lock;
 pub mod manual;
 pub mod promise;
+pub mod slots;
 pub mod store;
 pub mod testing;

@@ -1,5 +1,5 @@
 //! Stores: the embedded one, the server store over a connection, manual
-//! leases and closing.
+//! leases, slot namespaces and closing.
 
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
@@ -14,6 +14,7 @@ use crate::errors::{thrown, Thrown};
 use crate::lock::NativeLock;
 use crate::manual::NativeManualLease;
 use crate::promise::{self, Eventually};
+use crate::slots::NativeSlots;
 
 /// A store of leases (`leasehold::Store`), and the runtime its calls run on.
 #[napi]
@@ -108,6 +109,43 @@ impl NativeStore {
         };
         open()
             .map(|lock| NativeLock::new(lock, self.runtime.clone()))
+            .map_err(thrown)
+    }
+
+    /// Opens the slot namespace `name` with these options (`Store::slots`);
+    /// nothing is sent. A namespace first used with another limit,
+    /// tolerance or offset fails `NAMESPACE_MISMATCH` at its first acquire.
+    #[napi(catch_unwind)]
+    pub fn slots(
+        &self,
+        name: String,
+        limit: Option<u32>,
+        ttl: Option<JsDuration>,
+        tolerance: Option<JsDuration>,
+        offset: Option<u32>,
+        timeout: Option<JsDuration>,
+    ) -> Result<NativeSlots, Thrown> {
+        let open = || {
+            let mut builder = self.store.slots(&name);
+            if let Some(limit) = limit {
+                builder = builder.limit(limit);
+            }
+            if let Some(d) = durations::optional("ttl", ttl)? {
+                builder = builder.ttl(d);
+            }
+            if let Some(d) = durations::optional("tolerance", tolerance)? {
+                builder = builder.tolerance(d);
+            }
+            if let Some(offset) = offset {
+                builder = builder.offset(offset);
+            }
+            if let Some(d) = durations::optional("timeout", timeout)? {
+                builder = builder.timeout(d);
+            }
+            builder.open()
+        };
+        open()
+            .map(|slots| NativeSlots::new(slots, self.runtime.clone()))
             .map_err(thrown)
     }
 

@@ -1,0 +1,245 @@
+'use strict'
+// Slot leases (seed 002): a namespace of `limit` numbered slots, owners that
+// lease one slot at a time, and the leases with their floor and ceiling.
+// Which slot an acquire takes and what a renewal or a release changes are
+// the core's; this file checks the JS types and wraps the addon's objects.
+
+const native = require('./native')
+const args = require('./args')
+const { LeaseholdError, fromNative } = require('./errors')
+
+/** @typedef {import('./addon').NativeOwner} NativeOwner */
+/** @typedef {import('./addon').NativeSlots} NativeSlots */
+/** @typedef {import('./addon').NativeSlotLease} NativeSlotLease */
+
+/** @typedef {import('../index').Owner} PublicOwner */
+/** @typedef {import('../index').Slots} PublicSlots */
+/** @typedef {import('../index').SlotLease} PublicSlotLease */
+
+/** The largest slot number and offset: node numbers are 32-bit. */
+const MAX_U32 = 0xffff_ffff
+
+/** @implements {PublicOwner} */
+class Owner {
+  /** @type {NativeOwner} */
+  #native
+
+  /**
+   * An owner: a stable `key` (a service, a deployment) and the instance id
+   * of this process; without `instance`, a fresh random one. Fails
+   * EMPTY_NAME for an empty key or instance.
+   * @param {string} key
+   * @param {string} [instance]
+   */
+  constructor(key, instance) {
+    args.string('owner key', key)
+    const id = args.optionalString('owner instance', instance)
+    try {
+      this.#native = native.owner(key, id)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /** The stable key. */
+  get key() {
+    return this.#native.key
+  }
+
+  /** This process's instance id. */
+  get instance() {
+    return this.#native.instance
+  }
+
+  /**
+   * The native owner of `owner`, which must be an Owner.
+   * @param {unknown} owner
+   * @returns {NativeOwner}
+   */
+  static native(owner) {
+    if (!(owner instanceof Owner)) {
+      throw new LeaseholdError('INVALID_ARGUMENT', 'owner must be an Owner')
+    }
+    return owner.#native
+  }
+}
+
+/** @implements {PublicSlotLease} */
+class SlotLease {
+  /** @type {NativeSlotLease} */
+  #native
+  /** @type {Owner | null} */
+  #owner = null
+
+  /**
+   * Made by `slots.acquire` and `slots.renew`; not for callers.
+   * @param {NativeSlotLease} native
+   */
+  constructor(native) {
+    this.#native = native
+  }
+
+  /** The namespace. */
+  get namespace() {
+    return this.#native.namespace
+  }
+
+  /** The owner that holds the slot. */
+  get owner() {
+    this.#owner ??= new Owner(this.#native.ownerKey, this.#native.ownerInstance)
+    return this.#owner
+  }
+
+  /** The slot, in `[0, limit)`. */
+  get slot() {
+    return this.#native.slot
+  }
+
+  /** The node number for IDs: the slot plus the namespace's offset. */
+  get node() {
+    return this.#native.node
+  }
+
+  /** The fence: larger than every fence the store gave before (SLOT-08). */
+  get fence() {
+    return this.#native.fence
+  }
+
+  /** Issue only timestamps above this one (ms on the store's clock). */
+  get floor() {
+    return this.#native.floor
+  }
+
+  /** When the lease expires unless renewed (ms on the store's clock). */
+  get expiresAt() {
+    return this.#native.expiresAt
+  }
+
+  /** Issue no timestamp past this one (ms on the store's clock). */
+  get ceiling() {
+    return this.#native.ceiling
+  }
+
+  /**
+   * The native lease of `lease`, which must be a SlotLease.
+   * @param {unknown} lease
+   * @returns {NativeSlotLease}
+   */
+  static native(lease) {
+    if (!(lease instanceof SlotLease)) {
+      throw new LeaseholdError('INVALID_ARGUMENT', 'lease must be a SlotLease')
+    }
+    return lease.#native
+  }
+}
+
+/** @implements {PublicSlots} */
+class Slots {
+  /** @type {NativeSlots} */
+  #native
+
+  /**
+   * Made by `store.slots`; not for callers.
+   * @param {NativeSlots} native
+   */
+  constructor(native) {
+    this.#native = native
+  }
+
+  /** The namespace's name. */
+  get name() {
+    return this.#native.name
+  }
+
+  /** The slots are `[0, limit)`. */
+  get limit() {
+    return this.#native.limit
+  }
+
+  /** The ttl of the leases, in milliseconds. */
+  get ttl() {
+    return this.#native.ttl
+  }
+
+  /** How far a lease's ceiling lies beyond its expiry, in milliseconds. */
+  get tolerance() {
+    return this.#native.tolerance
+  }
+
+  /** What a node number adds to the slot. */
+  get offset() {
+    return this.#native.offset
+  }
+
+  /**
+   * Acquires a slot for `owner` (SLOT-01): the one it holds already, else
+   * `preferred` if free, else the one its key held last if free, else the
+   * lowest free slot; `null` when every slot is held (an outcome, not an
+   * error). Fails TIMEOUT when the store does not answer within the
+   * namespace's timeout, NAMESPACE_MISMATCH when the namespace was first
+   * used with another limit, tolerance or offset, CANCELLED when `signal`
+   * aborts first.
+   * @param {Owner} owner
+   * @param {import('../index').SlotAcquireOptions} [options]
+   * @returns {Promise<SlotLease | null>}
+   */
+  async acquire(owner, options) {
+    const who = Owner.native(owner)
+    const given = args.options('slot acquire options', options, ['preferred', 'signal'])
+    const preferred = args.optionalIndex('preferred', given.preferred, MAX_U32)
+    const signal = args.signal(given.signal)
+    // An aborted signal asks nothing of the store (as AbortSignal users expect).
+    if (signal?.aborted) {
+      throw new LeaseholdError('CANCELLED', 'gave up acquiring a slot', { cause: signal.reason })
+    }
+    const canceller = signal === null ? null : new native.Canceller()
+    const giveUp = () => canceller?.cancel()
+    signal?.addEventListener('abort', giveUp, { once: true })
+    try {
+      const lease = await this.#native.acquire(who, preferred, canceller)
+      return lease === null ? null : new SlotLease(lease)
+    } catch (error) {
+      throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
+    } finally {
+      signal?.removeEventListener('abort', giveUp)
+    }
+  }
+
+  /**
+   * Renews `lease` for the namespace's ttl (SLOT-04): the fence stays, the
+   * expiry and the ceiling never move back; `null` when the slot's owner or
+   * fence no longer match.
+   * @param {SlotLease} lease
+   * @returns {Promise<SlotLease | null>}
+   */
+  async renew(lease) {
+    const held = SlotLease.native(lease)
+    try {
+      const renewed = await this.#native.renew(held)
+      return renewed === null ? null : new SlotLease(renewed)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /**
+   * Releases `lease`, having issued timestamps up to `lastIssued` ms: the
+   * slot's next holder gets the floor `max(floor, min(lastIssued,
+   * ceiling))` (SLOT-05). `false` when the slot's owner or fence no longer
+   * match; a release repeated by the same holder answers `true` again.
+   * @param {SlotLease} lease
+   * @param {number | bigint} lastIssued
+   * @returns {Promise<boolean>}
+   */
+  async release(lease, lastIssued) {
+    const held = SlotLease.native(lease)
+    const last = args.millis('lastIssued', lastIssued)
+    try {
+      return await this.#native.release(held, last)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+}
+
+module.exports = { Owner, Slots, SlotLease, MAX_U32 }

@@ -1,0 +1,241 @@
+//! Slot leases (seed 002): a namespace of numbered slots on a store, the
+//! owners that lease them and the leases. Which slot an acquire takes, and
+//! what a renewal or a release changes, is the core's
+//! (`leasehold::slots`); this module only translates values, errors and
+//! the `AbortSignal` of an acquire.
+
+use leasehold::slots::{Owner, SlotLease, Slots};
+use leasehold::{Error, ErrorKind};
+use napi::bindgen_prelude::BigInt;
+use napi::Env;
+use napi_derive::napi;
+use tokio::runtime::Handle;
+
+use crate::cancel::Canceller;
+use crate::durations;
+use crate::errors::{thrown, Thrown};
+use crate::promise::{self, Eventually};
+
+/// Who leases a slot (`leasehold::slots::Owner`): a stable key and the
+/// instance id of one process.
+#[napi]
+pub struct NativeOwner {
+    owner: Owner,
+}
+
+/// An owner with key `key` and instance id `instance`, or a fresh random
+/// instance id from the core when `null`.
+#[napi(catch_unwind)]
+pub fn owner(key: String, instance: Option<String>) -> Result<NativeOwner, Thrown> {
+    match instance {
+        Some(instance) => Owner::with_instance(&key, &instance),
+        None => Owner::new(&key),
+    }
+    .map(|owner| NativeOwner { owner })
+    .map_err(thrown)
+}
+
+#[napi]
+impl NativeOwner {
+    /// The stable key.
+    #[napi(getter, catch_unwind)]
+    pub fn key(&self) -> String {
+        self.owner.key().to_owned()
+    }
+
+    /// This process's instance id.
+    #[napi(getter, catch_unwind)]
+    pub fn instance(&self) -> String {
+        self.owner.instance().to_owned()
+    }
+}
+
+/// A lease on one slot as last returned by the store
+/// (`leasehold::slots::SlotLease`); times in milliseconds since the Unix
+/// epoch on the store's clock.
+#[napi]
+pub struct NativeSlotLease {
+    lease: SlotLease,
+}
+
+/// A time of the store's clock in milliseconds, as a JS number: exact up to
+/// 2^53 ms, far past any clock's reach.
+fn js_millis(ms: u64) -> f64 {
+    ms as f64
+}
+
+#[napi]
+impl NativeSlotLease {
+    /// The namespace.
+    #[napi(getter, catch_unwind)]
+    pub fn namespace(&self) -> String {
+        self.lease.namespace().to_owned()
+    }
+
+    /// The owner's key.
+    #[napi(getter, catch_unwind)]
+    pub fn owner_key(&self) -> String {
+        self.lease.owner().key().to_owned()
+    }
+
+    /// The owner's instance id.
+    #[napi(getter, catch_unwind)]
+    pub fn owner_instance(&self) -> String {
+        self.lease.owner().instance().to_owned()
+    }
+
+    /// The slot, in `[0, limit)`.
+    #[napi(getter, catch_unwind)]
+    pub fn slot(&self) -> u32 {
+        self.lease.slot()
+    }
+
+    /// The node number: the slot plus the namespace's offset.
+    #[napi(getter, catch_unwind)]
+    pub fn node(&self) -> u32 {
+        self.lease.node()
+    }
+
+    /// The fence (SLOT-08).
+    #[napi(getter, catch_unwind)]
+    pub fn fence(&self) -> BigInt {
+        BigInt::from(self.lease.fence())
+    }
+
+    /// Issue only timestamps above this one (ms).
+    #[napi(getter, catch_unwind)]
+    pub fn floor(&self) -> f64 {
+        js_millis(self.lease.floor())
+    }
+
+    /// When the lease expires unless renewed (ms).
+    #[napi(getter, catch_unwind)]
+    pub fn expires_at(&self) -> f64 {
+        js_millis(self.lease.expires_at())
+    }
+
+    /// Issue no timestamp past this one (ms).
+    #[napi(getter, catch_unwind)]
+    pub fn ceiling(&self) -> f64 {
+        js_millis(self.lease.ceiling())
+    }
+}
+
+/// A slot namespace opened on a store (`leasehold::slots::Slots`).
+#[napi]
+pub struct NativeSlots {
+    slots: Slots,
+    runtime: Handle,
+}
+
+impl NativeSlots {
+    /// Wraps a core slots handle whose calls run on `runtime`.
+    pub(crate) fn new(slots: Slots, runtime: Handle) -> NativeSlots {
+        NativeSlots { slots, runtime }
+    }
+}
+
+#[napi]
+impl NativeSlots {
+    /// The namespace's name.
+    #[napi(getter, catch_unwind)]
+    pub fn name(&self) -> String {
+        self.slots.name().to_owned()
+    }
+
+    /// The number of slots this handle asks for.
+    #[napi(getter, catch_unwind)]
+    pub fn limit(&self) -> u32 {
+        self.slots.spec().limit
+    }
+
+    /// How far a lease's ceiling lies beyond its expiry, in milliseconds.
+    #[napi(getter, catch_unwind)]
+    pub fn tolerance(&self) -> f64 {
+        durations::millis(self.slots.spec().tolerance)
+    }
+
+    /// What a node number adds to the slot.
+    #[napi(getter, catch_unwind)]
+    pub fn offset(&self) -> u32 {
+        self.slots.spec().offset
+    }
+
+    /// The ttl of this handle's leases, in milliseconds.
+    #[napi(getter, catch_unwind)]
+    pub fn ttl(&self) -> f64 {
+        durations::millis(self.slots.ttl())
+    }
+
+    /// Acquires a slot for `owner` (`Slots::acquire`, SLOT-01); `null` when
+    /// every slot is held. When `cancel` fires first, the call stops
+    /// waiting for the store's answer and fails `CANCELLED`.
+    #[napi(catch_unwind)]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        owner: &NativeOwner,
+        preferred: Option<u32>,
+        cancel: Option<&Canceller>,
+    ) -> napi::Result<Eventually<'env, Option<NativeSlotLease>>> {
+        let slots = self.slots.clone();
+        let owner = owner.owner.clone();
+        let cancel = cancel.map(Canceller::token);
+        promise::spawn(env, &self.runtime, async move {
+            let acquire = slots.acquire(&owner, preferred);
+            let result = match cancel {
+                None => acquire.await?,
+                Some(token) => tokio::select! {
+                    biased;
+                    _ = token.cancelled() => return Err(Error::new(
+                        ErrorKind::Cancelled,
+                        "gave up acquiring a slot; the store may have leased one to this owner, \
+                         which an acquire by the same owner returns",
+                    )),
+                    result = acquire => result?,
+                },
+            };
+            Ok(result.lease().map(|lease| NativeSlotLease { lease }))
+        })
+    }
+
+    /// Renews `lease` for this handle's ttl (`Slots::renew`, SLOT-04);
+    /// `null` when the slot's owner or fence no longer match.
+    #[napi(catch_unwind)]
+    pub fn renew<'env>(
+        &self,
+        env: &'env Env,
+        lease: &NativeSlotLease,
+    ) -> napi::Result<Eventually<'env, Option<NativeSlotLease>>> {
+        let slots = self.slots.clone();
+        let lease = lease.lease.clone();
+        promise::spawn(env, &self.runtime, async move {
+            let renewed = slots.renew(&lease).await?;
+            Ok(renewed.map(|lease| NativeSlotLease { lease }))
+        })
+    }
+
+    /// Releases `lease` having issued timestamps up to `last_issued` ms
+    /// (`Slots::release`, SLOT-05); `false` when the slot's owner or fence
+    /// no longer match.
+    #[napi(catch_unwind)]
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        lease: &NativeSlotLease,
+        last_issued: BigInt,
+    ) -> napi::Result<Eventually<'env, bool>> {
+        let slots = self.slots.clone();
+        let lease = lease.lease.clone();
+        let last_issued = match last_issued.get_u64() {
+            (false, ms, true) => Ok(ms),
+            _ => Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "lastIssued must be a count of milliseconds from 0 to 2^64 - 1",
+            )),
+        };
+        promise::spawn(env, &self.runtime, async move {
+            slots.release(&lease, last_issued?).await
+        })
+    }
+}
