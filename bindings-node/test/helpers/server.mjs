@@ -58,6 +58,8 @@ export async function startServer(options = {}) {
   return {
     url: `${scheme}://${address}`,
     address,
+    /** The server's process id, to freeze it (SIGSTOP) and thaw it (SIGCONT). */
+    pid: /** @type {number} */ (child.pid),
     /** Stops the server (SIGTERM, then SIGKILL) and removes its data directory. */
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
