@@ -265,6 +265,27 @@ describe('slot leases on the server store', () => {
   slotSuite('server', () => connect(server.url))
 })
 
+// LOCK-14, ERR-01: a read-only connection may not lease slots: PERMISSION_DENIED, not a timeout.
+test('ERR-01 a read-only token may not acquire a slot', async () => {
+  const guarded = await startServer({ tokens: ['writer-token write', 'reader-token read'] })
+  try {
+    const reader = await connect(guarded.url, { token: 'reader-token' })
+    await assert.rejects(
+      reader.slots('guarded').acquire(new Owner('reader')),
+      fails('PERMISSION_DENIED'),
+    )
+    const writer = await connect(guarded.url, { token: 'writer-token' })
+    const lease = await leased(writer.slots('guarded'), new Owner('writer'))
+    await assert.rejects(reader.slots('guarded').renew(lease), fails('PERMISSION_DENIED'))
+    await assert.rejects(reader.slots('guarded').release(lease, 0), fails('PERMISSION_DENIED'))
+    assert.equal(await writer.slots('guarded').release(lease, 0), true)
+    await reader.close()
+    await writer.close()
+  } finally {
+    await guarded.stop()
+  }
+})
+
 // SLOT-01: an expired slot is free again; its new holder's floor covers the old ceiling (SLOT-06).
 test('SLOT-01 an expired slot is free (virtual clock)', async () => {
   const clock = new VirtualClock()
