@@ -1,7 +1,8 @@
 //! Python arguments as the core takes them. Anything of the wrong form
 //! raises a `leasehold` exception rather than a crash (ERR-03): a name that
-//! is not a `str` fails `InvalidArgument`; anything given as a duration that
-//! is not one fails `InvalidTtl`.
+//! is not a `str`, or a number that is not a non-negative `int` in range,
+//! fails `InvalidArgument`; anything given as a duration that is not one
+//! fails `InvalidTtl`.
 
 use std::time::Duration;
 
@@ -45,7 +46,38 @@ pub fn bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
         })
 }
 
-fn type_name(value: &Bound<'_, PyAny>) -> String {
+/// A non-negative whole number that fits `T` (a `u32`, a `u64`): an `int`,
+/// not a `bool` (its range beyond that is the core's to check).
+pub fn unsigned<T: TryFrom<u64>>(value: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
+    let bad = || {
+        errors::error(
+            value.py(),
+            ErrorKind::InvalidArgument,
+            format!(
+                "the {what} must be an int from 0 to 2**{} - 1, not {}",
+                std::mem::size_of::<T>() * 8,
+                shown(value)
+            ),
+        )
+    };
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        return Err(bad());
+    }
+    let whole: u64 = value.extract().map_err(|_| bad())?;
+    T::try_from(whole).map_err(|_| bad())
+}
+
+/// A value as an error message shows it: an `int` itself, anything else its type.
+fn shown(value: &Bound<'_, PyAny>) -> String {
+    if value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() {
+        value.to_string()
+    } else {
+        format!("a {}", type_name(value))
+    }
+}
+
+/// The name of a value's type, for error messages.
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
     value
         .get_type()
         .name()

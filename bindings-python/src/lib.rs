@@ -12,6 +12,7 @@ mod lease;
 mod lock;
 mod manual;
 mod runtime;
+mod slots;
 mod store;
 mod testing;
 
@@ -25,6 +26,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<holding::PyHolding>()?;
     m.add_class::<lease::PyLease>()?;
     m.add_class::<manual::PyManualLease>()?;
+    m.add_class::<slots::PyOwner>()?;
+    m.add_class::<slots::PySlotLease>()?;
+    m.add_class::<slots::PySlots>()?;
     m.add_class::<testing::PyVirtualClock>()?;
     m.add_class::<bridge::LoopDriver>()?;
     m.add_function(wrap_pyfunction!(store::memory, m)?)?;

@@ -10,6 +10,7 @@ use crate::convert;
 use crate::lock::PyLock;
 use crate::manual::PyManualLease;
 use crate::runtime;
+use crate::slots::PySlots;
 
 /// A store of leases. The package's `Store` wraps it.
 #[pyclass(module = "leasehold._native", name = "Store", frozen)]
@@ -77,6 +78,39 @@ impl PyStore {
             .open()
             .map(|l| PyLock::new(l, self.runtime.clone()))
             .map_err(|e| crate::errors::to_py(py, e))
+    }
+
+    /// Opens the slot namespace `name` (seed 002) with its options; nothing
+    /// is sent. `limit` and `offset` are `int`s; `ttl`, `tolerance` and
+    /// `timeout` durations, the core's defaults when `None`.
+    #[pyo3(signature = (name, limit, offset, ttl=None, tolerance=None, timeout=None))]
+    fn slots(
+        &self,
+        name: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+        offset: &Bound<'_, PyAny>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        tolerance: Option<&Bound<'_, PyAny>>,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PySlots> {
+        let mut builder = self
+            .store
+            .slots(&convert::name(name, "slot namespace")?)
+            .limit(convert::unsigned(limit, "limit")?)
+            .offset(convert::unsigned(offset, "offset")?);
+        if let Some(d) = convert::optional_duration(ttl, "ttl")? {
+            builder = builder.ttl(d);
+        }
+        if let Some(d) = convert::optional_duration(tolerance, "tolerance")? {
+            builder = builder.tolerance(d);
+        }
+        if let Some(d) = convert::optional_duration(timeout, "timeout")? {
+            builder = builder.timeout(d);
+        }
+        builder
+            .open()
+            .map(|s| PySlots::new(s, self.runtime.clone()))
+            .map_err(|e| crate::errors::to_py(name.py(), e))
     }
 
     /// Takes the manual lease `name` if it is free (MANUAL-01): an

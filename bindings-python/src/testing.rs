@@ -9,7 +9,7 @@
 
 use std::sync::Mutex;
 
-use leasehold::clock::VirtualClock;
+use leasehold::clock::{Clock, VirtualClock};
 use leasehold::{ErrorKind, MemoryOptions, Store};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
@@ -58,6 +58,14 @@ impl PyVirtualClock {
     #[getter]
     fn now(&self) -> f64 {
         convert::seconds(self.clock.now().since_origin())
+    }
+
+    /// The time of day on the clock in milliseconds since the Unix epoch,
+    /// as slot leases stamp it: the clock's origin is
+    /// `VIRTUAL_UNIX_ORIGIN_MS` of the core.
+    #[getter]
+    fn unix_millis(&self) -> u64 {
+        Clock::from(self.clock.clone()).unix_millis()
     }
 
     /// Moves the clock by `by`, one timer's deadline at a time, letting the

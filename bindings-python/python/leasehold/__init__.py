@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ._hold import Hold, TryHold
 from ._native import Lease, __version__
+from ._slots import Owner, SlotLease, Slots
 from ._store import Lock, ManualLease, Store, connect, connect_blocking, memory
 from ._types import Duration, Pem
 from .errors import (
@@ -34,6 +35,7 @@ from .errors import (
     Unauthenticated,
     Unavailable,
     WaitTimeout,
+    is_timeout,
 )
 
 __all__ = [
@@ -51,9 +53,12 @@ __all__ = [
     "Lock",
     "ManualLease",
     "NamespaceMismatch",
+    "Owner",
     "Pem",
     "PermissionDenied",
     "Protocol",
+    "SlotLease",
+    "Slots",
     "Store",
     "Timeout",
     "TryHold",
@@ -63,5 +68,6 @@ __all__ = [
     "__version__",
     "connect",
     "connect_blocking",
+    "is_timeout",
     "memory",
 ]

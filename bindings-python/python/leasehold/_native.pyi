@@ -2,7 +2,7 @@
 public names instead; these are the types its wrappers build on."""
 
 from collections.abc import Awaitable, Callable
-from typing import final
+from typing import ClassVar, final
 
 from ._types import Duration
 
@@ -46,6 +46,72 @@ class ManualLease:
         """Sets the expiry to now + ``by``; ``LeaseLost`` once lost or released."""
     def release(self) -> Awaitable[None]:
         """Releases it if it still owns its name; ``LeaseLost`` the first time after a loss."""
+
+@final
+class Owner:
+    """Who leases a slot: a stable key and the instance id of one process."""
+
+    def __init__(self, key: str, instance: str | None = None) -> None:
+        """``instance``: ``None`` for a fresh random instance id (a new process of ``key``)."""
+    @property
+    def key(self) -> str:
+        """The stable key."""
+    @property
+    def instance(self) -> str:
+        """This process's instance id."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class SlotLease:
+    """A lease on one slot, as last returned by the store; times in ms of the store's clock."""
+
+    @property
+    def namespace(self) -> str:
+        """The namespace."""
+    @property
+    def owner(self) -> Owner:
+        """The owner."""
+    @property
+    def slot(self) -> int:
+        """The slot, in ``range(limit)``."""
+    @property
+    def node(self) -> int:
+        """The node number for IDs: the slot plus the namespace's offset."""
+    @property
+    def fence(self) -> int:
+        """Larger than every fence the store gave before (SLOT-08)."""
+    @property
+    def floor(self) -> int:
+        """Issue only timestamps above this one (SLOT-05, SLOT-06)."""
+    @property
+    def expires_at(self) -> int:
+        """When the lease expires unless renewed."""
+    @property
+    def ceiling(self) -> int:
+        """Issue no timestamp past this one."""
+    def __eq__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class Slots:
+    """A slot namespace opened on a store, its options checked."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def limit(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def ttl(self) -> float: ...
+    @property
+    def tolerance(self) -> float: ...
+    def acquire(
+        self, owner: Owner, preferred: int | None = None
+    ) -> Awaitable[SlotLease | None]: ...
+    def renew(self, lease: SlotLease) -> Awaitable[SlotLease | None]: ...
+    def release(self, lease: SlotLease, last_issued: int) -> Awaitable[bool]: ...
 
 @final
 class Holding:
@@ -92,6 +158,15 @@ class Store:
         wait: Duration | None = None,
         margin: Duration | None = None,
     ) -> Lock: ...
+    def slots(
+        self,
+        name: str,
+        limit: int,
+        offset: int,
+        ttl: Duration | None = None,
+        tolerance: Duration | None = None,
+        timeout: Duration | None = None,
+    ) -> Slots: ...
     def try_acquire(self, name: str, ttl: Duration) -> Awaitable[ManualLease | None]: ...
     def acquire(
         self, name: str, ttl: Duration, wait: Duration | None = None
@@ -107,6 +182,9 @@ class VirtualClock:
     @property
     def now(self) -> float:
         """Seconds since the clock's origin."""
+    @property
+    def unix_millis(self) -> int:
+        """The time of day on the clock in ms since the Unix epoch, as slot leases stamp it."""
     def advance(self, by: Duration) -> None:
         """Moves the clock, firing the timers due meanwhile in order."""
 

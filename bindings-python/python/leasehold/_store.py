@@ -7,6 +7,7 @@ from types import TracebackType
 
 from . import _native
 from ._hold import Hold, TryHold
+from ._slots import Slots
 from ._types import Duration, Pem
 from .errors import InvalidArgument
 
@@ -128,6 +129,25 @@ class Store:
         ``margin``: below half the ttl, a tenth of it by default (LOCK-13).
         Bad options raise at once; nothing is sent to the store."""
         return Lock(self._native.lock(name, ttl, max_hold, wait, margin))
+
+    def slots(
+        self,
+        name: str,
+        *,
+        limit: int = 1024,
+        ttl: Duration | None = None,
+        tolerance: Duration | None = None,
+        offset: int = 0,
+        timeout: Duration | None = None,
+    ) -> Slots:
+        """Opens the slot namespace ``name`` (seed 002): slots ``range(limit)``
+        (1 to 65536); ``ttl``: 1 s to 1 h, 10 s by default; ``tolerance``: from
+        a lease's expiry to its ceiling, at most 1 h, 1 s by default; ``offset``:
+        what a lease's ``node`` adds to its ``slot``; ``timeout``: the bound on
+        each call, 5 s by default. Bad options raise at once; nothing is sent
+        to the store. The namespace's first use fixes its limit, tolerance and
+        offset (SLOT-02)."""
+        return Slots(self._native.slots(name, limit, offset, ttl, tolerance, timeout))
 
     async def try_acquire(self, name: str, ttl: Duration) -> ManualLease | None:
         """The manual lease ``name`` if it is free now, else ``None`` (MANUAL-01)."""

@@ -26,6 +26,7 @@ __all__ = [
     "Unauthenticated",
     "Unavailable",
     "WaitTimeout",
+    "is_timeout",
 ]
 
 
@@ -36,7 +37,9 @@ class LeaseholdError(Exception):
 
     @property
     def is_timeout(self) -> bool:
-        """Whether the store took too long and the outcome is unknown (SLOT-07)."""
+        """Whether this error is itself a :class:`Timeout`: the store took too
+        long and the outcome is unknown (SLOT-07). :func:`is_timeout` also
+        looks through ``__cause__`` and ``__context__``."""
         return self.code == "Timeout"
 
 
@@ -130,3 +133,24 @@ class Closed(LeaseholdError):
     """A call on a closed store, or on a store opened before ``os.fork()``."""
 
     code = "Closed"
+
+
+def is_timeout(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a store timeout (SLOT-07): a :class:`Timeout`, or an
+    exception whose chain holds one, the chain a traceback shows: each
+    exception's ``__cause__``, else its ``__context__`` unless suppressed
+    (``raise ... from None``). Outcomes (``None`` from an acquire,
+    ``NamespaceMismatch``, ...) are not timeouts. For an exception group,
+    ``group.subgroup(is_timeout)`` picks them out."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Timeout):
+            return True
+        seen.add(id(exc))
+        if exc.__cause__ is not None:
+            exc = exc.__cause__
+        elif exc.__suppress_context__:
+            return False
+        else:
+            exc = exc.__context__
+    return False
