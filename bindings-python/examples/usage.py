@@ -36,11 +36,35 @@ async def main(url: str | None) -> None:
             else:
                 await save_summary("chat-2", "another", maybe.fence)
 
+        await node_number(store)
+
         batch: leasehold.ManualLease | None = await store.try_acquire("catalog", ttl="1m")
         if batch is not None:
             for _ in range(3):
                 await batch.extend("1m")
             await batch.release()
+
+
+async def node_number(store: leasehold.Store) -> None:
+    """A slot lease: the node number of an ID generator, and the window of
+    timestamps (ms) it may issue under it."""
+    slots = store.slots("order-ids", limit=1024, ttl="30s", tolerance="2s", timeout=5)
+    owner = leasehold.Owner("order-service")  # a fresh instance id for this process
+    try:
+        lease: leasehold.SlotLease | None = await slots.acquire(owner, preferred=7)
+    except leasehold.Timeout:
+        print("the store did not answer in time; the outcome is unknown")
+        return
+    if lease is None:
+        print("all 1024 slots are held")
+        return
+    print(f"node {lease.node}: issue ids above {lease.floor}, up to {lease.ceiling}")
+    renewed = await slots.renew(lease)
+    if renewed is not None:
+        lease = renewed
+    last_issued: int = lease.floor + 1
+    released: bool = await slots.release(lease, last_issued)
+    assert released
 
 
 def blocking() -> None:
