@@ -174,6 +174,27 @@ async def test_ERR_03_slots_of_a_closed_store(store: leasehold.Store, namespace:
         await slots.release(lease, lease.floor)
 
 
+# ERR-01: a read-only connection may not take, renew or release a slot: PermissionDenied.
+async def test_ERR_01_a_read_only_connection_takes_no_slot(
+    token_server: Server, namespace: str
+) -> None:
+    writer = await leasehold.connect(token_server.url, token="writer-token")
+    reader = await leasehold.connect(token_server.url, token="reader-token")
+    try:
+        lease = await leased(writer.slots(namespace), leasehold.Owner("svc"))
+        read_only = reader.slots(namespace)
+        with pytest.raises(leasehold.PermissionDenied):
+            await read_only.acquire(leasehold.Owner("svc"))
+        with pytest.raises(leasehold.PermissionDenied):
+            await read_only.renew(lease)
+        with pytest.raises(leasehold.PermissionDenied):
+            await read_only.release(lease, lease.floor)
+        assert await writer.slots(namespace).release(lease, lease.floor)
+    finally:
+        await reader.close()
+        await writer.close()
+
+
 # ERR-01: a namespace opened with another limit, tolerance or offset fails NamespaceMismatch.
 async def test_ERR_01_namespace_mismatch_has_its_code(
     store: leasehold.Store, namespace: str
