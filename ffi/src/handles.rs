@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use leasehold::clock::VirtualClock;
+use leasehold::slots::{SlotLease, Slots};
 use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, Store};
 use tokio::runtime::Handle;
 
@@ -26,6 +27,8 @@ pub(crate) enum Object {
     Lock(OnRuntime<Lock>),
     Holding(Arc<HeldLease>),
     Manual(OnRuntime<ManualLease>),
+    Slots(OnRuntime<Slots>),
+    SlotLease(SlotLease),
     Cancel(CancellationToken),
     Clock(VirtualClock),
 }
@@ -75,6 +78,8 @@ kind!(OnRuntime<Store>, Store, "lh_store");
 kind!(OnRuntime<Lock>, Lock, "lh_lock");
 kind!(Arc<HeldLease>, Holding, "lh_holding");
 kind!(OnRuntime<ManualLease>, Manual, "lh_manual");
+kind!(OnRuntime<Slots>, Slots, "lh_slots");
+kind!(SlotLease, SlotLease, "lh_slot_lease");
 kind!(CancellationToken, Cancel, "lh_cancel");
 kind!(VirtualClock, Clock, "lh_clock");
 

@@ -5,11 +5,11 @@
 //! The rules every function keeps (see `docs/go.md` and `include/leasehold.h`):
 //!
 //! - Objects are opaque handles (`lh_store`, `lh_lock`, `lh_holding`,
-//!   `lh_manual`, `lh_cancel`, `lh_clock`): small structs carrying an id the
-//!   library looks up, never a pointer the caller could dereference. A zero
-//!   handle, a handle of another kind or a made-up one fails
-//!   `InvalidArgument`; a handle already closed or freed fails `Closed`
-//!   (ERR-03: no double free, no use after free).
+//!   `lh_manual`, `lh_slots`, `lh_slot_lease`, `lh_cancel`, `lh_clock`):
+//!   small structs carrying an id the library looks up, never a pointer
+//!   the caller could dereference. A zero handle, a handle of another kind
+//!   or a made-up one fails `InvalidArgument`; a handle already closed or
+//!   freed fails `Closed` (ERR-03: no double free, no use after free).
 //! - Borrowed inputs are `pointer + length`, copied before the call returns;
 //!   strings must be UTF-8 (`InvalidArgument` otherwise). A null pointer
 //!   with length 0 is the empty string.
@@ -35,6 +35,7 @@ mod held;
 mod input;
 mod lock;
 mod manual;
+mod slots;
 mod store;
 mod testing;
 
@@ -54,6 +55,11 @@ pub use lock::{
 pub use manual::{
     lh_manual, lh_manual_extend, lh_manual_fence, lh_manual_free, lh_manual_release,
     lh_store_acquire, lh_store_try_acquire,
+};
+pub use slots::{
+    lh_owner_check, lh_owner_new, lh_slot_info, lh_slot_lease, lh_slot_lease_free,
+    lh_slot_lease_info, lh_slots, lh_slots_acquire, lh_slots_free, lh_slots_open, lh_slots_options,
+    lh_slots_release, lh_slots_renew, LH_NAME_MAX,
 };
 pub use store::{lh_store, lh_store_close, lh_store_connect, lh_store_memory};
 pub use testing::{

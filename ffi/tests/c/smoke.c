@@ -1,6 +1,6 @@
 /* The C smoke test of the Leasehold ABI: a memory store, a hold, its fence,
- * a release, manual leases, cancellation from another thread, a loss
- * callback, and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
+ * a release, manual leases, slot leases, cancellation from another thread, a
+ * loss callback, and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
  * double free, use after close, a panic). `make test` runs it under
  * valgrind, which must report no leak and no error. Exit 0: every check passed. */
 
@@ -194,6 +194,132 @@ static void manual(lh_store store) {
   EXPECT(lh_manual_release(a, (lh_cancel){0}), LH_CLOSED);
 }
 
+/* Slot leases (seed 002): acquire, the lease's fields, renew, release, the
+ * next holder's floor, Exhausted, and bad input. */
+static void slots(lh_store store) {
+  lh_slots ns = {0};
+  lh_slots_options options = {.has_limit = true, .limit = 2,
+                              .has_offset = true, .offset = 100};
+  OK(lh_slots_open(store, S("order-ids"), &options, &ns));
+
+  uint8_t instance[LH_NAME_MAX];
+  size_t instance_len = 0;
+  OK(lh_owner_new(S("orders"), instance, sizeof instance, &instance_len));
+  CHECK(instance_len > 0);
+
+  /* SLOT-01: a new namespace's lowest slot. */
+  lh_slot_lease a = {0};
+  bool leased = false;
+  OK(lh_slots_acquire(ns, S("orders"), instance, instance_len, false, 0,
+                      (lh_cancel){0}, &a, &leased));
+  CHECK(leased);
+  lh_slot_info info;
+  OK(lh_slot_lease_info(a, &info));
+  CHECK(info.slot == 0);
+  CHECK(info.node == 100);
+  CHECK(info.fence > 0);
+  CHECK(info.floor < info.expires_at);
+  CHECK(info.expires_at < info.ceiling);
+
+  /* SLOT-04: a renewal keeps the fence, as a new handle. */
+  lh_slot_lease renewed = {0};
+  bool ok = false;
+  OK(lh_slots_renew(ns, a, (lh_cancel){0}, &renewed, &ok));
+  CHECK(ok);
+  lh_slot_info again;
+  OK(lh_slot_lease_info(renewed, &again));
+  CHECK(again.fence == info.fence);
+  CHECK(again.slot == info.slot);
+  OK(lh_slot_lease_free(renewed));
+
+  /* The preferred slot, then every slot held: Exhausted, not an error. */
+  lh_slot_lease b = {0};
+  OK(lh_slots_acquire(ns, S("billing"), S("b-1"), true, 1, (lh_cancel){0}, &b,
+                      &leased));
+  CHECK(leased);
+  lh_slot_lease none = {0};
+  OK(lh_slots_acquire(ns, S("audit"), S("c-1"), false, 0, (lh_cancel){0},
+                      &none, &leased));
+  CHECK(!leased);
+  CHECK(none.id == 0);
+
+  /* SLOT-05: released having issued up to floor + 7; the next holder's floor. */
+  bool released = false;
+  uint64_t last_issued = info.floor + 7;
+  OK(lh_slots_release(ns, a, last_issued, (lh_cancel){0}, &released));
+  CHECK(released);
+  OK(lh_slots_release(ns, a, last_issued, (lh_cancel){0}, &released));
+  CHECK(released);
+  lh_slot_lease c = {0};
+  OK(lh_slots_acquire(ns, S("audit"), S("c-1"), false, 0, (lh_cancel){0}, &c,
+                      &leased));
+  CHECK(leased);
+  lh_slot_info next;
+  OK(lh_slot_lease_info(c, &next));
+  CHECK(next.slot == 0);
+  CHECK(next.floor == last_issued);
+  CHECK(next.fence > info.fence);
+  /* A stale lease releases nothing. */
+  OK(lh_slots_release(ns, a, last_issued, (lh_cancel){0}, &released));
+  CHECK(!released);
+
+  /* SLOT-02: the namespace's limit is fixed by its first use. */
+  lh_slots other = {0};
+  lh_slots_options wider = {.has_limit = true, .limit = 8};
+  OK(lh_slots_open(store, S("order-ids"), &wider, &other));
+  EXPECT(lh_slots_acquire(other, S("x"), S("y"), false, 0, (lh_cancel){0}, &c,
+                          &leased),
+         LH_NAMESPACE_MISMATCH);
+  OK(lh_slots_free(other));
+
+  /* ERR-03: bad input. */
+  lh_slots_options zero = {.has_limit = true, .limit = 0};
+  EXPECT(lh_slots_open(store, S("z"), &zero, &other), LH_INVALID_ARGUMENT);
+  lh_slots_options negative = {.has_ttl = true, .ttl_ns = -SECOND};
+  EXPECT(lh_slots_open(store, S("z"), &negative, &other), LH_INVALID_TTL);
+  lh_slots_options no_timeout = {.has_timeout = true, .timeout_ns = 0};
+  EXPECT(lh_slots_open(store, S("z"), &no_timeout, &other), LH_INVALID_TTL);
+  EXPECT(lh_slots_open(store, NULL, 0, NULL, &other), LH_EMPTY_NAME);
+  EXPECT(lh_slots_open(store, S("z"), NULL, NULL), LH_INVALID_ARGUMENT);
+  EXPECT(lh_slots_acquire(ns, S("x"), S("y"), true, 2, (lh_cancel){0}, &c,
+                          &leased),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_slots_acquire(ns, NULL, 0, S("y"), false, 0, (lh_cancel){0}, &c,
+                          &leased),
+         LH_EMPTY_NAME);
+  EXPECT(lh_slots_acquire(ns, S("x"), S("y"), false, 0, (lh_cancel){0}, &c,
+                          NULL),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_owner_new(S("orders"), instance, 4, &instance_len),
+         LH_INVALID_ARGUMENT);
+  CHECK(instance_len > 4);
+  EXPECT(lh_owner_new(NULL, 0, instance, sizeof instance, &instance_len),
+         LH_EMPTY_NAME);
+  OK(lh_owner_check(S("orders"), S("i-1")));
+  EXPECT(lh_owner_check(S("orders"), NULL, 0), LH_EMPTY_NAME);
+  EXPECT(lh_slot_lease_info((lh_slot_lease){ns.id}, &info),
+         LH_INVALID_ARGUMENT);
+
+  /* A cancelled call gives up. */
+  lh_cancel cancel = {0};
+  OK(lh_cancel_new(&cancel));
+  OK(lh_cancel_fire(cancel));
+  EXPECT(lh_slots_release(ns, b, 0, cancel, &released), LH_CANCELLED);
+  OK(lh_cancel_free(cancel));
+
+  /* ERR-03: a lease freed twice, and used after its free. */
+  OK(lh_slot_lease_free(a));
+  EXPECT(lh_slot_lease_free(a), LH_CLOSED);
+  EXPECT(lh_slots_release(ns, a, 0, (lh_cancel){0}, &released), LH_CLOSED);
+  OK(lh_slot_lease_free(b));
+  OK(lh_slot_lease_free(c));
+  OK(lh_slots_free(ns));
+  EXPECT(lh_slots_free(ns), LH_CLOSED);
+  EXPECT(lh_slots_acquire(ns, S("x"), S("y"), false, 0, (lh_cancel){0}, &c,
+                          &leased),
+         LH_CLOSED);
+}
+
 static void loss_on_close(void) {
   lh_store store = {0};
   OK(lh_store_memory(&store));
@@ -234,6 +360,7 @@ int main(void) {
   holds(store);
   bad_input(store);
   manual(store);
+  slots(store);
   OK(lh_store_close(store));
   loss_on_close();
   if (failures != 0) {
