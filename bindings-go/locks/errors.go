@@ -3,7 +3,10 @@ package locks
 // #include "leasehold.h"
 import "C"
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Code is the stable code of a failure, the same in every language (ERR-01).
 type Code string
@@ -75,6 +78,12 @@ var sentinels = map[Code]error{
 	CodeTimeout: ErrTimeout, CodeNamespaceMismatch: ErrNamespaceMismatch, CodeProtocol: ErrProtocol,
 	CodeInternal: ErrInternal, CodeInvalidArgument: ErrInvalidArgument, CodeClosed: ErrClosed,
 }
+
+// IsTimeout says whether err is, or wraps, a store timeout (ErrTimeout,
+// SLOT-07): the store did not answer in time and the outcome is unknown.
+// Outcomes are not timeouts: an exhausted namespace is Acquire's false, a
+// NamespaceMismatch has its own code.
+func IsTimeout(err error) bool { return errors.Is(err, ErrTimeout) }
 
 // Sentinel is the sentinel of code, or nil for a code this package does not know.
 func (c Code) Sentinel() error { return sentinels[c] }

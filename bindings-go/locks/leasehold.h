@@ -16,6 +16,10 @@
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
 #define LH_CODE_COUNT 15
 
+// The longest owner key, owner instance or namespace, in bytes: a buffer of
+// this size always holds an instance id from `lh_owner_new`.
+#define LH_NAME_MAX 1024
+
 // The stable codes of ERR-01, in the order of `leasehold::ErrorKind::ALL`
 // (`docs/errors.md`). 0 is no error.
 enum lh_code
@@ -173,6 +177,64 @@ typedef struct {
   // The library's id of the lease; never dereferenced.
   uint64_t id;
 } lh_manual;
+
+// A slot namespace's options; an option whose `has_` flag is false takes
+// the default. Durations are nanoseconds; a negative one fails
+// `LH_INVALID_TTL`.
+typedef struct {
+  // Whether `limit` is given (else 1024).
+  bool has_limit;
+  // The slots are `[0, limit)`: 1 to 65536 (`LH_INVALID_ARGUMENT` otherwise).
+  uint32_t limit;
+  // Whether `ttl_ns` is given (else 10 s).
+  bool has_ttl;
+  // A lease expires this long after the store's now unless renewed: 1 s to 1 h.
+  int64_t ttl_ns;
+  // Whether `tolerance_ns` is given (else 1 s).
+  bool has_tolerance;
+  // A lease's ceiling lies this far beyond its expiry: at most 1 h.
+  int64_t tolerance_ns;
+  // Whether `offset` is given (else 0).
+  bool has_offset;
+  // What a node number adds to the slot; `offset + limit` must fit a `uint32_t`.
+  uint32_t offset;
+  // Whether `timeout_ns` is given (else 5 s).
+  bool has_timeout;
+  // How long one acquire, renew or release may take before it fails
+  // `LH_TIMEOUT` (its outcome unknown); more than zero.
+  int64_t timeout_ns;
+} lh_slots_options;
+
+// A slot namespace opened on a store, from `lh_slots_open` until `lh_slots_free`.
+typedef struct {
+  // The library's id of the namespace handle; never dereferenced.
+  uint64_t id;
+} lh_slots;
+
+// A lease on one slot, as last returned by the store, from an acquire or
+// a renew until `lh_slot_lease_free`. Only the library makes one, so its
+// fence cannot be forged.
+typedef struct {
+  // The library's id of the lease; never dereferenced.
+  uint64_t id;
+} lh_slot_lease;
+
+// What a slot lease says. Times are milliseconds since the Unix epoch on
+// the store's clock.
+typedef struct {
+  // The slot, in `[0, limit)`.
+  uint32_t slot;
+  // The node number for IDs: the slot plus the namespace's offset.
+  uint32_t node;
+  // Larger than every fence the store gave before (SLOT-08).
+  uint64_t fence;
+  // Issue only timestamps above this one (SLOT-05, SLOT-06).
+  uint64_t floor;
+  // When the lease expires unless renewed.
+  uint64_t expires_at;
+  // Issue no timestamp past this one.
+  uint64_t ceiling;
+} lh_slot_info;
 
 // A virtual clock: it stands still until `lh_clock_advance` moves it.
 typedef struct {
@@ -354,6 +416,112 @@ lh_error *lh_manual_release(lh_manual lease, lh_cancel cancel);
 // Frees the lease's handle without releasing it (it runs out at its ttl).
 // Freeing twice fails `LH_CLOSED`.
 lh_error *lh_manual_free(lh_manual lease);
+
+// Gives the owner key `key` a fresh random instance id (the core's
+// `Owner::new`) and copies the id into `instance` (`instance_cap` bytes,
+// not NUL-terminated; `LH_NAME_MAX` always suffices), its length into
+// `*instance_len`. An empty key fails `LH_EMPTY_NAME`; a buffer too small
+// fails `LH_INVALID_ARGUMENT` with `*instance_len` set to the length needed.
+//
+// # Safety
+// `key` must be NULL or point to `key_len` readable bytes; `instance` NULL
+// or valid for `instance_cap` bytes of writes; `instance_len` NULL (an
+// error) or valid for a write.
+lh_error *lh_owner_new(const uint8_t *key,
+                       size_t key_len,
+                       uint8_t *instance,
+                       size_t instance_cap,
+                       size_t *instance_len);
+
+// Checks an owner as `Owner::with_instance` does: key and instance
+// non-empty (`LH_EMPTY_NAME`), UTF-8 and at most `LH_NAME_MAX` bytes
+// (`LH_INVALID_ARGUMENT`).
+//
+// # Safety
+// Each pointer must be NULL or point to its length in readable bytes.
+lh_error *lh_owner_check(const uint8_t *key,
+                         size_t key_len,
+                         const uint8_t *instance,
+                         size_t instance_len);
+
+// Opens the slot namespace `name` of `store` with `options` (NULL: every
+// default). Nothing is sent to the store; bad options fail at once
+// (`LH_EMPTY_NAME`, `LH_INVALID_ARGUMENT`, `LH_INVALID_TTL`). A namespace
+// first used with another limit, tolerance or offset fails
+// `LH_NAMESPACE_MISMATCH` at the first acquire (SLOT-02).
+//
+// # Safety
+// `name` must be NULL or point to `name_len` readable bytes; `options`
+// NULL or readable; `out` NULL (an error) or valid for a write.
+lh_error *lh_slots_open(lh_store store,
+                        const uint8_t *name,
+                        size_t name_len,
+                        const lh_slots_options *options,
+                        lh_slots *out);
+
+// Frees the namespace handle (its leases stay valid handles).
+lh_error *lh_slots_free(lh_slots slots);
+
+// Acquires a slot for the owner `key` / `instance` (SLOT-01): the slot it
+// holds already, else `preferred` (when `has_preferred`; it must lie in
+// `[0, limit)`) if free, else the slot its key held last if free, else the
+// lowest free slot. `*leased` says whether it got one: false when every
+// slot is held (Exhausted, an outcome, not an error), and then nothing
+// else is written. Past the namespace's timeout the call fails
+// `LH_TIMEOUT`; `cancel` (zero: none) gives up with `LH_CANCELLED`.
+//
+// # Safety
+// `key` and `instance` must each be NULL or point to their length in
+// readable bytes; `out` and `leased` NULL (an error) or valid for a write.
+lh_error *lh_slots_acquire(lh_slots slots,
+                           const uint8_t *key,
+                           size_t key_len,
+                           const uint8_t *instance,
+                           size_t instance_len,
+                           bool has_preferred,
+                           uint32_t preferred,
+                           lh_cancel cancel,
+                           lh_slot_lease *out,
+                           bool *leased);
+
+// Renews `lease` for the namespace's ttl (SLOT-04): the fence stays, and
+// `*out` is a new handle of the renewed lease (the old one stays valid
+// until freed). `*renewed` is false, and nothing else is written, when the
+// slot's owner or fence no longer match. `LH_TIMEOUT` and `cancel` as for
+// `lh_slots_acquire`.
+//
+// # Safety
+// `out` and `renewed` must be NULL (an error) or valid for a write.
+lh_error *lh_slots_renew(lh_slots slots,
+                         lh_slot_lease lease,
+                         lh_cancel cancel,
+                         lh_slot_lease *out,
+                         bool *renewed);
+
+// Releases `lease`, whose holder issued timestamps up to `last_issued`
+// (ms): the slot's next holder gets the floor `max(floor, min(last_issued,
+// ceiling))` (SLOT-05). `*released` is false when the slot's owner or
+// fence no longer match; a release repeated by the same holder answers
+// true again and changes nothing. The handle stays valid until
+// `lh_slot_lease_free`. `LH_TIMEOUT` and `cancel` as for `lh_slots_acquire`.
+//
+// # Safety
+// `released` must be NULL (an error) or valid for a write.
+lh_error *lh_slots_release(lh_slots slots,
+                           lh_slot_lease lease,
+                           uint64_t last_issued,
+                           lh_cancel cancel,
+                           bool *released);
+
+// What the lease says: slot, node, fence, floor, expiry and ceiling.
+//
+// # Safety
+// `out` must be NULL (an error) or valid for a write.
+lh_error *lh_slot_lease_info(lh_slot_lease lease, lh_slot_info *out);
+
+// Frees the lease's handle without releasing the slot (it expires at its
+// ttl). Freeing twice fails `LH_CLOSED`.
+lh_error *lh_slot_lease_free(lh_slot_lease lease);
 
 // Opens an embedded store in this process (LOCK-19: its holders need no renewal).
 //

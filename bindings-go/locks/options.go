@@ -6,8 +6,9 @@ import (
 )
 
 // Option sets an option of OpenLock (TTL, MaxHold, Wait, Margin), of a
-// call that waits (Wait), or of Connect (Token, CA). A call given an option
-// it does not take fails ErrInvalidArgument.
+// call that waits (Wait), of Connect (Token, CA), of Store.Slots (Limit,
+// TTL, Tolerance, Offset, Timeout) or of Slots.Acquire (Preferred). A call
+// given an option it does not take fails ErrInvalidArgument.
 type Option struct {
 	name  string
 	apply func(*settings)
@@ -17,9 +18,13 @@ type settings struct {
 	ttl, maxHold, wait, margin *time.Duration
 	token                      *string
 	caPEM                      []byte
+	tolerance, timeout         *time.Duration
+	limit, offset, preferred   *uint32
 }
 
-// TTL: how long a lease lasts without renewal, 1 s to 1 h, 10 s when not given (LOCK-13).
+// TTL: how long a lease lasts without renewal, 1 s to 1 h, 10 s when not
+// given (LOCK-13); for Store.Slots, how long a slot lease lasts after the
+// store's now unless renewed, in the same range.
 func TTL(d time.Duration) Option {
 	return Option{"TTL", func(s *settings) { s.ttl = &d }}
 }
@@ -69,4 +74,34 @@ func collect(call string, opts []Option, allowed ...string) (settings, error) {
 		o.apply(&s)
 	}
 	return s, nil
+}
+
+// Limit: a slot namespace has the slots [0, n), 1 to 65536; 1024 when not given.
+func Limit(n uint32) Option {
+	return Option{"Limit", func(s *settings) { s.limit = &n }}
+}
+
+// Tolerance: a slot lease's ceiling lies d beyond its expiry, at most 1 h;
+// 1 s when not given.
+func Tolerance(d time.Duration) Option {
+	return Option{"Tolerance", func(s *settings) { s.tolerance = &d }}
+}
+
+// Offset: what a slot namespace's node numbers add to the slot (Node() is
+// Slot() + n; n + the limit must fit a uint32); 0 when not given.
+func Offset(n uint32) Option {
+	return Option{"Offset", func(s *settings) { s.offset = &n }}
+}
+
+// Timeout bounds each Acquire, Renew and Release of a slot namespace: past
+// it the call fails ErrTimeout (IsTimeout), its outcome unknown. More than
+// zero; 5 s when not given.
+func Timeout(d time.Duration) Option {
+	return Option{"Timeout", func(s *settings) { s.timeout = &d }}
+}
+
+// Preferred: the slot Slots.Acquire tries after one the owner holds
+// already; it must lie in [0, limit).
+func Preferred(slot uint32) Option {
+	return Option{"Preferred", func(s *settings) { s.preferred = &slot }}
 }
