@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -35,6 +36,14 @@ func serverBinary(t testing.TB) string {
 // data dir and extra flags, killed when the test ends; it answers the URL.
 func startServer(t testing.TB, extra ...string) string {
 	t.Helper()
+	url, _ := startServerProcess(t, extra...)
+	return url
+}
+
+// startServerProcess is startServer, answering the process too (to stop
+// and continue it); the cleanup continues a stopped server, then kills it.
+func startServerProcess(t testing.TB, extra ...string) (string, *os.Process) {
+	t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, extra...)
 	cmd := exec.Command(serverBinary(t), args...)
 	out, err := cmd.StdoutPipe()
@@ -45,6 +54,7 @@ func startServer(t testing.TB, extra ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
@@ -59,11 +69,11 @@ func startServer(t testing.TB, extra ...string) string {
 	}()
 	select {
 	case addr := <-lines:
-		return "leasehold://" + strings.TrimSpace(addr)
+		return "leasehold://" + strings.TrimSpace(addr), cmd.Process
 	case <-time.After(10 * time.Second):
 		t.Fatal("the server did not say where it listens")
 	}
-	return ""
+	return "", nil
 }
 
 // tokensFile writes a server tokens file: "writer" may hold, "reader" may only read.
