@@ -8,6 +8,10 @@
 //		return saveSummary(ctx, chatID, lease.Fence) // ctx ends with cause ErrLost if the lease is lost
 //	})
 //
+// Slot leases (Store.Slots, NewOwner, Slots.Acquire/Renew/Release) give a
+// process a node number for an ID generator; IsTimeout tells a store
+// timeout from an outcome.
+//
 // Every error errors.Is the sentinel of its ERR-01 code (ErrLost,
 // ErrWaitTimeout, …). The static library this package links is built from
 // the repository's ffi/ crate; docs/go.md says how to get it.
