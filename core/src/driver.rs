@@ -6,10 +6,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 
+pub use crate::loss_channel::{loss_channel, LossReceiver, LossSender, NothingLost};
+
 use crate::clock::Clock;
 use crate::error::Result;
 use crate::ids::{LeaseId, RequestId};
-use crate::loss::LossReason;
 use crate::slots::{AcquireResult, SlotLease, SlotRequest};
 pub use crate::table::{GiveUp, Grant, HoldRequest, KeyName};
 
@@ -33,7 +34,7 @@ pub struct Granted {
     /// The grant.
     pub grant: Grant,
     /// Fires once if the store ends the lease unseen by its holder.
-    pub lost: oneshot::Receiver<LossReason>,
+    pub lost: LossReceiver,
 }
 
 /// A request waiting in line: its grant arrives here. Dropping or closing it

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use rand::Rng;
 use tokio::runtime::Handle;
-use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Instant;
@@ -213,7 +212,8 @@ pub struct Holding {
     lease: Lease,
     driver: Arc<dyn Driver>,
     runtime: Handle,
-    done: CancellationToken,
+    /// Stops the task that renews the lease, where the store needs renewals.
+    done: Option<CancellationToken>,
     ended: bool,
 }
 
@@ -234,13 +234,15 @@ impl Holding {
         } = acquired;
         let clock = driver.clock().clone();
         let state = LeaseState::new(name, granted.grant, clock.clone());
-        let holding = Holding {
+        let record = state.clone();
+        granted.lost.on_loss(move |reason| record.mark_lost(reason));
+        let mut holding = Holding {
             lease: Lease {
                 state: state.clone(),
             },
             driver: driver.clone(),
             runtime: runtime.clone(),
-            done: CancellationToken::new(),
+            done: None,
             ended: false,
         };
         let mut revoke_in = state.grant.revoke_in;
@@ -259,17 +261,13 @@ impl Holding {
             revoke_in = None;
             state.set_deadline(state.grant.revoke_at);
         }
-        let deadlines = renewal.map(|r| Deadlines::new(r, sent_at, revoke_in));
-        if let Some(d) = &deadlines {
-            state.set_deadline(Some(d.holder()));
+        if let Some(r) = renewal {
+            let deadlines = Deadlines::new(r, sent_at, revoke_in);
+            state.set_deadline(Some(deadlines.holder()));
+            let done = CancellationToken::new();
+            runtime.spawn(keep(driver, state, done.clone(), deadlines));
+            holding.done = Some(done);
         }
-        runtime.spawn(keep(
-            driver,
-            state,
-            granted.lost,
-            holding.done.clone(),
-            deadlines,
-        ));
         Ok(holding)
     }
 
@@ -282,7 +280,9 @@ impl Holding {
     /// while held (LOCK-10), whether or not the release itself worked.
     pub async fn end(mut self) -> Result<()> {
         self.ended = true;
-        self.done.cancel();
+        if let Some(done) = &self.done {
+            done.cancel();
+        }
         let released = self.driver.release(self.lease.state.lease_id()).await;
         if let Err(e) = &released {
             if e.kind() == ErrorKind::Lost {
@@ -315,7 +315,9 @@ impl Holding {
 impl Drop for Holding {
     fn drop(&mut self) {
         if !self.ended {
-            self.done.cancel();
+            if let Some(done) = &self.done {
+                done.cancel();
+            }
             let driver = self.driver.clone();
             let id = self.lease.state.lease_id();
             self.runtime.spawn(async move {
@@ -378,36 +380,25 @@ fn retry_after(ttl: Duration) -> Duration {
     (ttl / 20).max(Duration::from_millis(50))
 }
 
-/// Keeps one lease until its holder is done: hears the store's word of a
-/// loss, and on stores whose leases run out renews every ttl/3, retrying a
-/// failed renewal until the holder's deadline (LOCK-04, LOCK-06).
+/// Keeps one lease on a store whose leases run out, until its holder is
+/// done or it is lost (the store's word of a loss is recorded by the grant's
+/// loss callback): renews every ttl/3, retrying a failed renewal until the
+/// holder's deadline (LOCK-04, LOCK-06).
 async fn keep(
     driver: Arc<dyn Driver>,
     state: Arc<LeaseState>,
-    mut pushed: oneshot::Receiver<LossReason>,
     done: CancellationToken,
-    deadlines: Option<Deadlines>,
+    mut deadlines: Deadlines,
 ) {
     let clock = driver.clock().clone();
-    let Some(mut deadlines) = deadlines else {
-        tokio::select! {
-            _ = done.cancelled() => {}
-            got = &mut pushed => if let Ok(reason) = got { state.mark_lost(reason) },
-        }
-        return;
-    };
     let ttl = deadlines.renewal.ttl;
-    let mut pushed_open = true;
     let mut next = deadlines.last_sent + ttl / 3;
     loop {
         let deadline = deadlines.holder();
         tokio::select! {
             biased;
             _ = done.cancelled() => return,
-            got = &mut pushed, if pushed_open => match got {
-                Ok(reason) => return state.mark_lost(reason),
-                Err(_) => pushed_open = false,
-            },
+            _ = state.lost_cancelled() => return,
             _ = clock.sleep_until(deadline) => return state.mark_lost(deadlines.reason()),
             _ = clock.sleep_until(next) => {
                 let sent = clock.now();

@@ -48,6 +48,11 @@ impl LeaseState {
         }
     }
 
+    /// Completes once the lease is lost.
+    pub(crate) fn lost_cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.lost.cancelled()
+    }
+
     pub(crate) fn reason(&self) -> Option<LossReason> {
         self.reason.get().copied()
     }

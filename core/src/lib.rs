@@ -29,6 +29,7 @@ mod ids;
 mod lease;
 mod lock;
 mod loss;
+mod loss_channel;
 mod manual;
 mod memory;
 pub mod names;

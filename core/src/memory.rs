@@ -9,7 +9,9 @@ use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 
 use crate::clock::{Clock, Instant};
-use crate::driver::{Acquire, Capabilities, Driver, Granted, HolderInfo};
+use crate::driver::{
+    loss_channel, Acquire, Capabilities, Driver, Granted, HolderInfo, LossReceiver, LossSender,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
 use crate::ids::{LeaseId, RequestId};
@@ -78,7 +80,7 @@ impl MemoryOptions {
 struct State {
     table: LeaseTable,
     waiters: HashMap<RequestId, oneshot::Sender<Result<Granted>>>,
-    losses: HashMap<LeaseId, oneshot::Sender<LossReason>>,
+    losses: HashMap<LeaseId, LossSender>,
     slots: SlotTable,
     journal: Option<Box<dyn SlotJournal>>,
     /// The deadline the timer task sleeps until.
@@ -151,10 +153,10 @@ impl MemoryDriver {
     /// A new channel on which the store will say that `lease` ended unseen,
     /// replacing the one its grant came with (for a server whose client
     /// came back on another connection); `None` when the lease is not held.
-    pub fn watch_loss(&self, lease: LeaseId) -> Option<oneshot::Receiver<LossReason>> {
+    pub fn watch_loss(&self, lease: LeaseId) -> Option<LossReceiver> {
         let mut st = self.shared.lock();
         st.table.holder_by_id(lease)?;
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = loss_channel();
         st.losses.insert(lease, tx);
         Some(rx)
     }
@@ -226,7 +228,7 @@ fn deliver(st: &mut State, now: Instant) {
             match event {
                 Event::Granted(grant) => {
                     let lease_id = grant.lease_id;
-                    let (loss_tx, loss_rx) = oneshot::channel();
+                    let (loss_tx, loss_rx) = loss_channel();
                     let delivered = st.waiters.remove(&grant.request_id).is_some_and(|tx| {
                         tx.send(Ok(Granted {
                             grant,
@@ -244,7 +246,7 @@ fn deliver(st: &mut State, now: Instant) {
                     lease_id, reason, ..
                 } => {
                     if let Some(tx) = st.losses.remove(&lease_id) {
-                        let _ = tx.send(reason);
+                        tx.send(reason);
                     }
                 }
                 Event::Failed {
@@ -311,7 +313,7 @@ impl Driver for MemoryDriver {
         self.shared.with_state(|st, now| {
             Ok(match st.table.hold(request, now)? {
                 HoldAnswer::Granted(grant) => {
-                    let (tx, rx) = oneshot::channel();
+                    let (tx, rx) = loss_channel();
                     st.losses.insert(grant.lease_id, tx);
                     Acquire::Granted(Granted { grant, lost: rx })
                 }

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::stream::FuturesUnordered;
 use futures::{SinkExt, StreamExt};
-use leasehold::driver::{Acquire, Driver, Granted, HoldRequest, KeyName, Waiting};
+use leasehold::driver::{
+    Acquire, Driver, Granted, HoldRequest, KeyName, LossReceiver, NothingLost, Waiting,
+};
 use leasehold::remote::protocol::{
     self, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant, WireHolder,
     WireSlotLease, VERSION,
@@ -121,7 +123,7 @@ struct Held {
 }
 
 type GrantWatch = Tagged<(RequestId, u64), Waiting>;
-type LossWatch = Tagged<(LeaseId, u64), oneshot::Receiver<LossReason>>;
+type LossWatch = Tagged<(LeaseId, u64), LossReceiver>;
 
 /// What woke the connection's loop.
 enum Event {
@@ -131,10 +133,7 @@ enum Event {
         (RequestId, u64),
         Result<leasehold::Result<Granted>, oneshot::error::RecvError>,
     ),
-    Loss(
-        (LeaseId, u64),
-        Result<LossReason, oneshot::error::RecvError>,
-    ),
+    Loss((LeaseId, u64), Result<LossReason, NothingLost>),
 }
 
 /// Serves one accepted connection until it ends; `_permit` is its place
@@ -424,7 +423,7 @@ impl Connection {
     async fn on_loss(
         &mut self,
         (lease_id, generation): (LeaseId, u64),
-        out: Result<LossReason, oneshot::error::RecvError>,
+        out: Result<LossReason, NothingLost>,
     ) -> bool {
         let current = self
             .held

@@ -21,7 +21,8 @@ use super::options::{ConnectOptions, Target};
 use super::protocol::{self, millis, ClientFrame, Reply, Request, ServerFrame, WireGrant};
 use crate::clock::Clock;
 use crate::driver::{
-    Acquire, Capabilities, Driver, GiveUp, Grant, Granted, HoldRequest, HolderInfo,
+    loss_channel, Acquire, Capabilities, Driver, GiveUp, Grant, Granted, HoldRequest, HolderInfo,
+    LossSender,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{LeaseId, RequestId};
@@ -51,7 +52,7 @@ struct Waiter {
 
 struct Held {
     ttl_ms: u64,
-    loss: oneshot::Sender<LossReason>,
+    loss: LossSender,
     epoch: u32,
 }
 
@@ -277,7 +278,7 @@ impl Shared {
         let epoch = st.epoch.unwrap_or(0);
         let delivered = match st.waiters.remove(&RequestId(w.request_id)) {
             Some(waiter) => {
-                let (loss, lost) = oneshot::channel();
+                let (loss, lost) = loss_channel();
                 let ok = waiter
                     .tx
                     .send(Ok(Granted {
@@ -345,8 +346,7 @@ impl Shared {
             }
             ServerFrame::Lost { lease_id, reason } => {
                 if let Some(h) = st.held.remove(&LeaseId(lease_id)) {
-                    let _ = h
-                        .loss
+                    h.loss
                         .send(LossReason::parse(&reason).unwrap_or(LossReason::Unknown));
                 }
                 true
@@ -455,7 +455,7 @@ async fn resync(shared: Weak<Shared>, restarted: bool) {
         let mut st = s.lock();
         if restarted {
             for (_, h) in st.held.drain() {
-                let _ = h.loss.send(LossReason::Restarted);
+                h.loss.send(LossReason::Restarted);
             }
         }
         let leases: Vec<(u128, u64)> = st.held.iter().map(|(id, h)| (id.0, h.ttl_ms)).collect();
@@ -483,7 +483,7 @@ async fn resync(shared: Weak<Shared>, restarted: bool) {
             if let Err(e) = result {
                 if Error::from(e).kind() == ErrorKind::Lost {
                     if let Some(h) = st.held.remove(&LeaseId(id)) {
-                        let _ = h.loss.send(LossReason::Unknown);
+                        h.loss.send(LossReason::Unknown);
                     }
                 }
             }
@@ -634,7 +634,7 @@ impl Driver for RemoteDriver {
                 }
                 Ok(Reply::Granted(w)) => {
                     st.waiters.remove(&rid);
-                    let (loss, lost) = oneshot::channel();
+                    let (loss, lost) = loss_channel();
                     let epoch = st.epoch.unwrap_or(0);
                     st.held.insert(
                         LeaseId(w.lease_id),
@@ -804,7 +804,7 @@ impl Driver for RemoteDriver {
         s.closed.cancel();
         let mut st = s.lock();
         for (_, h) in st.held.drain() {
-            let _ = h.loss.send(LossReason::Closed);
+            h.loss.send(LossReason::Closed);
         }
         for (_, w) in st.waiters.drain() {
             let _ = w.tx.send(Err(closed()));

@@ -193,7 +193,9 @@ fn checks() -> Vec<(&'static str, Check)> {
         ("holders_lists_one_holder_per_key", |h| {
             Box::pin(holders_lists_one_holder_per_key(h))
         }),
-        ("slot_acquire_order", |h| Box::pin(slots::slot_acquire_order(h))),
+        ("slot_acquire_order", |h| {
+            Box::pin(slots::slot_acquire_order(h))
+        }),
         ("slot_namespace_is_fixed", |h| {
             Box::pin(slots::slot_namespace_is_fixed(h))
         }),
@@ -354,9 +356,7 @@ fn expect_lost_code<T: fmt::Debug>(what: &str, got: leasehold::Result<T>) -> Che
     }
 }
 
-async fn loss_of(
-    lost: &mut tokio::sync::oneshot::Receiver<LossReason>,
-) -> Result<LossReason, NotPassed> {
+async fn loss_of(lost: &mut leasehold::driver::LossReceiver) -> Result<LossReason, NotPassed> {
     match tokio::time::timeout(PUSH_GUARD, lost).await {
         Ok(Ok(reason)) => Ok(reason),
         Ok(Err(_)) => Err("the loss channel closed without a reason"
