@@ -63,7 +63,11 @@ async fn release(h: &Harness, lease: &SlotLease, last_issued: u64) -> Result<boo
         .map_err(|e| NotPassed::Failed(format!("slot release failed: {e}")))
 }
 
-async fn renew(h: &Harness, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>, NotPassed> {
+async fn renew(
+    h: &Harness,
+    lease: &SlotLease,
+    ttl: Duration,
+) -> Result<Option<SlotLease>, NotPassed> {
     h.driver
         .slot_renew(lease, ttl)
         .await
@@ -97,8 +101,16 @@ pub(super) async fn slot_acquire_order(h: Harness) -> Checked {
     let space = Space::new();
     let a = owner("a");
     let first = leased(&h, space.request(&a, LONG, Some(1))).await?;
-    ensure!(first.slot() == 1, "preferred slot 1 was free, got {}", first.slot());
-    ensure!(first.node() == 11, "node {} is not slot + offset", first.node());
+    ensure!(
+        first.slot() == 1,
+        "preferred slot 1 was free, got {}",
+        first.slot()
+    );
+    ensure!(
+        first.node() == 11,
+        "node {} is not slot + offset",
+        first.node()
+    );
     let again = leased(&h, space.request(&a, LONG, Some(2))).await?;
     ensure!(
         (again.slot(), again.fence()) == (first.slot(), first.fence()),
@@ -106,13 +118,21 @@ pub(super) async fn slot_acquire_order(h: Harness) -> Checked {
     );
     let b_old = owner("b");
     let b_slot = leased(&h, space.request(&b_old, LONG, None)).await?;
-    ensure!(b_slot.slot() == 0, "the lowest free slot was 0, got {}", b_slot.slot());
+    ensure!(
+        b_slot.slot() == 0,
+        "the lowest free slot was 0, got {}",
+        b_slot.slot()
+    );
     ensure!(
         release(&h, &b_slot, b_slot.floor()).await?,
         "a held lease did not release"
     );
     let c = leased(&h, space.request(&owner("c"), SHORT, None)).await?;
-    ensure!(c.slot() == 0, "the lowest free slot was 0 again, got {}", c.slot());
+    ensure!(
+        c.slot() == 0,
+        "the lowest free slot was 0 again, got {}",
+        c.slot()
+    );
     let b_new = leased(&h, space.request(&owner("b"), LONG, None)).await?;
     ensure!(
         b_new.slot() == 2,
@@ -223,7 +243,10 @@ pub(super) async fn slot_renew_keeps_the_fence(h: Harness) -> Checked {
         .await?
         .ok_or_else(|| "a held lease did not renew".to_string())?;
     ensure!(r.fence() == a.fence(), "renewal changed the fence");
-    ensure!(r.expires_at() > a.expires_at(), "renewal did not move the expiry");
+    ensure!(
+        r.expires_at() > a.expires_at(),
+        "renewal did not move the expiry"
+    );
     ensure!(
         r.ceiling() == r.expires_at() + 500,
         "renewed ceiling {} is not expiry {} + tolerance",
@@ -243,7 +266,10 @@ pub(super) async fn slot_renew_keeps_the_fence(h: Harness) -> Checked {
     let b = leased(&h, space.request(&owner("b"), LONG, Some(0))).await?;
     ensure!(b.slot() == 0, "b did not take the expired slot 0");
     let stale = renew(&h, &shorter, SHORT).await?;
-    ensure!(stale.is_none(), "a lease whose slot b took renewed: {stale:?}");
+    ensure!(
+        stale.is_none(),
+        "a lease whose slot b took renewed: {stale:?}"
+    );
     Ok(())
 }
 
@@ -254,10 +280,20 @@ pub(super) async fn slot_release_sets_the_floor(h: Harness) -> Checked {
     let a = leased(&h, space.request(&owner("a"), LONG, Some(0))).await?;
     let issued = a.expires_at() - 30_000;
     ensure!(release(&h, &a, issued).await?, "a did not release");
-    ensure!(release(&h, &a, issued).await?, "a repeated release said false");
+    ensure!(
+        release(&h, &a, issued).await?,
+        "a repeated release said false"
+    );
     let b = leased(&h, space.request(&owner("b"), LONG, Some(0))).await?;
-    ensure!(b.floor() == issued, "b's floor {} is not a's last issued {issued}", b.floor());
-    ensure!(!release(&h, &a, u64::MAX).await?, "a's stale lease released b's slot");
+    ensure!(
+        b.floor() == issued,
+        "b's floor {} is not a's last issued {issued}",
+        b.floor()
+    );
+    ensure!(
+        !release(&h, &a, u64::MAX).await?,
+        "a's stale lease released b's slot"
+    );
     ensure!(release(&h, &b, u64::MAX).await?, "b did not release");
     let c = leased(&h, space.request(&owner("c"), LONG, Some(0))).await?;
     ensure!(
@@ -298,7 +334,10 @@ pub(super) async fn slot_fences_grow(h: Harness) -> Checked {
         let g = super::granted(&h, &super::request(&key, Some(LONG), false)).await?;
         fences.push(g.grant.fence);
         super::release(&h, g.grant.lease_id).await?;
-        ensure!(release(&h, &lease, 0).await?, "a slot lease did not release");
+        ensure!(
+            release(&h, &lease, 0).await?,
+            "a slot lease did not release"
+        );
     }
     ensure!(
         fences.windows(2).all(|w| w[1] > w[0]),
