@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use leasehold::clock::{Clock, VirtualClock};
 use leasehold::slots::{AcquireResult, Owner};
-use leasehold::{ErrorKind, MemoryOptions, Store};
+use leasehold::{ErrorKind, LossReason, MemoryOptions, Store};
 
 const S: fn(u64) -> Duration = Duration::from_secs;
 
@@ -123,4 +123,103 @@ async fn err_01_slots_on_a_closed_store() {
         store.slots("ids").open().unwrap_err().kind(),
         ErrorKind::Closed
     );
+}
+
+// SLOT-04, SLOT-05: a held slot is renewed in the background (same fence,
+// later expiry), and its end releases it with the largest timestamp issued.
+#[tokio::test]
+async fn slot_04_slot_05_a_held_slot_is_renewed_and_hands_on_its_issued() {
+    let (clock, store) = store();
+    let ids = store.slots("ids").limit(2).ttl(S(10)).open().unwrap();
+    let me = Owner::new("svc").unwrap();
+    let holding = ids.begin(&me, None).await.unwrap().unwrap();
+    let held = holding.held().clone();
+    let first = held.lease();
+    for _ in 0..6 {
+        clock.advance(S(5)).await;
+    }
+    assert!(!held.lost(), "{:?}", held.loss_reason());
+    assert_eq!(held.fence(), first.fence());
+    assert!(held.lease().expires_at() >= first.expires_at() + 25_000);
+    held.issued(first.floor() + 7);
+    held.issued(first.floor() + 3);
+    holding.end().await.unwrap();
+    let next = ids
+        .acquire(&Owner::new("other").unwrap(), Some(first.slot()))
+        .await
+        .unwrap()
+        .lease()
+        .unwrap();
+    assert_eq!(next.floor(), first.floor() + 7);
+}
+
+// A held slot whose renewal did not come before the holder's deadline
+// (send time + ttl − margin) is lost, and the work's result becomes `Lost`.
+#[tokio::test]
+async fn a_held_slot_past_its_deadline_is_lost() {
+    let (clock, store) = store();
+    let ids = store.slots("ids").limit(1).ttl(S(10)).open().unwrap();
+    let other = ids.clone();
+    let result = ids
+        .hold_async(&Owner::new("a").unwrap(), None, |held| async move {
+            // The keeper gets no chance to renew before the slot expires.
+            clock.jump(S(11));
+            let taken = other.acquire(&Owner::new("b").unwrap(), None).await?;
+            assert!(matches!(taken, AcquireResult::Leased(_)));
+            clock.advance(S(1)).await;
+            held.lost_signal().await;
+            assert_eq!(held.loss_reason(), Some(LossReason::Expired));
+            Ok::<_, leasehold::Error>(())
+        })
+        .await;
+    assert_eq!(result.unwrap_err().kind(), ErrorKind::Lost);
+}
+
+// A held slot whose renewal answers nothing (released behind its holder's
+// back) is lost at the renewal, with the work's own error as the cause.
+#[tokio::test]
+async fn a_held_slot_whose_renewal_answers_nothing_is_lost() {
+    let (clock, store) = store();
+    let ids = store.slots("ids").limit(1).ttl(S(9)).open().unwrap();
+    let behind = ids.clone();
+    let result = ids
+        .hold_async(&Owner::new("a").unwrap(), None, |held| async move {
+            assert!(behind.release(&held.lease(), 0).await?);
+            clock.advance(S(3)).await;
+            held.lost_signal().await;
+            assert_eq!(held.loss_reason(), Some(LossReason::Unknown));
+            Err::<(), _>(leasehold::Error::new(ErrorKind::Internal, "the work's own"))
+        })
+        .await;
+    let err = result.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    assert!(std::error::Error::source(&err).is_some());
+}
+
+// SLOT-01: holding when every slot is held runs nothing.
+#[tokio::test]
+async fn slot_01_hold_when_exhausted_runs_nothing() {
+    let (_, store) = store();
+    let ids = store.slots("ids").limit(1).open().unwrap();
+    let _first = ids.begin(&Owner::new("a").unwrap(), None).await.unwrap();
+    let ran = ids
+        .hold_async(&Owner::new("b").unwrap(), None, |_| async {
+            Ok::<_, leasehold::Error>(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(ran, None);
+}
+
+// A dropped holding releases its slot.
+#[tokio::test]
+async fn a_dropped_slot_holding_releases() {
+    let (_, store) = store();
+    let ids = store.slots("ids").limit(1).open().unwrap();
+    drop(ids.begin(&Owner::new("a").unwrap(), None).await.unwrap());
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    let b = ids.acquire(&Owner::new("b").unwrap(), None).await.unwrap();
+    assert!(matches!(b, AcquireResult::Leased(_)));
 }

@@ -140,3 +140,31 @@ async fn lock_14_a_read_token_takes_no_slot() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::PermissionDenied);
 }
+
+// LOCK-04 for slots: a held slot whose renewals get no answer (the server is
+// frozen) is lost at its holder's deadline, before the store's expiry, and
+// the holding ends `Lost`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_slot_on_a_frozen_server_is_lost_at_the_deadline() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let ids = store
+        .slots("held")
+        .ttl(S(2))
+        .timeout(Duration::from_millis(300))
+        .open()
+        .unwrap();
+    let holding = ids.begin(&owner("svc"), None).await.unwrap().unwrap();
+    let held = holding.held().clone();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(!held.lost(), "renewals kept it: {:?}", held.loss_reason());
+    send_signal(server.pid(), SIGSTOP);
+    let started = std::time::Instant::now();
+    let lost = tokio::time::timeout(S(5), held.lost_signal()).await;
+    send_signal(server.pid(), SIGCONT);
+    lost.expect("the held slot was lost");
+    assert!(started.elapsed() < S(2), "{:?}", started.elapsed());
+    assert_eq!(held.loss_reason(), Some(leasehold::LossReason::Expired));
+    assert_eq!(holding.end().await.unwrap_err().kind(), ErrorKind::Lost);
+}

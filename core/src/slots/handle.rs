@@ -4,6 +4,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use super::holding::{HeldSlot, SlotHolding};
 use super::{AcquireResult, NamespaceSpec, Owner, SlotLease, SlotRequest};
 use crate::duration;
 use crate::error::{Error, ErrorKind, Result};
@@ -38,6 +39,7 @@ pub struct SlotsBuilder {
     name: String,
     spec: NamespaceSpec,
     ttl: Duration,
+    margin: Option<Duration>,
     timeout: Duration,
 }
 
@@ -52,6 +54,7 @@ impl SlotsBuilder {
                 offset: 0,
             },
             ttl: duration::DEFAULT_TTL,
+            margin: None,
             timeout: DEFAULT_TIMEOUT,
         }
     }
@@ -80,6 +83,14 @@ impl SlotsBuilder {
         self
     }
 
+    /// How long before a held slot's expiry its holder declares it lost
+    /// ([`Slots::hold_async`], [`Slots::begin`]): a tenth of the ttl by
+    /// default, below half the ttl.
+    pub fn margin(mut self, margin: Duration) -> SlotsBuilder {
+        self.margin = Some(margin);
+        self
+    }
+
     /// How long one acquire, renew or release may take before it fails
     /// `Timeout` (default 5 s, more than zero).
     pub fn timeout(mut self, timeout: Duration) -> SlotsBuilder {
@@ -92,6 +103,11 @@ impl SlotsBuilder {
     pub fn open(self) -> Result<Slots> {
         names::check("slot namespace", &self.name)?;
         duration::check_ttl("a slot ttl", self.ttl)?;
+        let margin = duration::check_margin(
+            self.ttl,
+            self.margin
+                .unwrap_or_else(|| duration::default_margin(self.ttl)),
+        )?;
         self.spec.check()?;
         if self.timeout.is_zero() {
             return Err(Error::new(
@@ -105,6 +121,7 @@ impl SlotsBuilder {
             name: self.name,
             spec: self.spec,
             ttl: self.ttl,
+            margin,
             timeout: self.timeout,
         })
     }
@@ -117,6 +134,7 @@ pub struct Slots {
     name: String,
     spec: NamespaceSpec,
     ttl: Duration,
+    margin: Duration,
     timeout: Duration,
 }
 
@@ -134,6 +152,15 @@ impl Slots {
     /// The ttl of this handle's leases.
     pub fn ttl(&self) -> Duration {
         self.ttl
+    }
+
+    /// The holder's margin before a held slot's expiry.
+    pub fn margin(&self) -> Duration {
+        self.margin
+    }
+
+    pub(super) fn store(&self) -> &Store {
+        &self.store
     }
 
     async fn bounded<T>(&self, what: &str, call: impl Future<Output = Result<T>>) -> Result<T> {
@@ -164,6 +191,61 @@ impl Slots {
         };
         let driver = self.store.driver();
         self.bounded("acquire", driver.slot_acquire(request)).await
+    }
+
+    /// Acquires a slot as [`Slots::acquire`] does and keeps it renewed until
+    /// the returned [`SlotHolding`] ends or drops; `Ok(None)`: every slot is held.
+    pub async fn begin(
+        &self,
+        owner: &Owner,
+        preferred: Option<u32>,
+    ) -> Result<Option<SlotHolding>> {
+        let sent_at = self.store.driver().clock().now();
+        Ok(match self.acquire(owner, preferred).await? {
+            AcquireResult::Leased(lease) => Some(SlotHolding::start(self.clone(), lease, sent_at)),
+            AcquireResult::Exhausted => None,
+        })
+    }
+
+    /// Runs the future `f` makes while holding a slot for `owner`, renewed
+    /// every ttl/3; `Ok(None)` and nothing runs when every slot is held.
+    /// `f` records what it issues with [`HeldSlot::issued`]; the release
+    /// passes the largest on as the next holder's floor (SLOT-05). If the
+    /// slot was lost meanwhile (`held.lost_signal()` says so at once), the
+    /// result is `Lost` even when the future succeeded.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> leasehold::Result<()> {
+    /// use leasehold::slots::Owner;
+    /// let store = leasehold::Store::memory();
+    /// let slots = store.slots("order-ids").open()?;
+    /// let node = slots
+    ///     .hold_async(&Owner::new("orders")?, None, |held| async move {
+    ///         held.issued(held.floor() + 1);
+    ///         Ok::<_, leasehold::Error>(held.node())
+    ///     })
+    ///     .await?;
+    /// assert_eq!(node, Some(0));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn hold_async<F, Fut, T, E>(
+        &self,
+        owner: &Owner,
+        preferred: Option<u32>,
+        f: F,
+    ) -> std::result::Result<Option<T>, E>
+    where
+        F: FnOnce(HeldSlot) -> Fut,
+        Fut: Future<Output = std::result::Result<T, E>>,
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Some(holding) = self.begin(owner, preferred).await? else {
+            return Ok(None);
+        };
+        let outcome = f(holding.held().clone()).await;
+        holding.finish(outcome).await.map(Some)
     }
 
     /// Renews `lease` for this handle's ttl (SLOT-04); `None` when the

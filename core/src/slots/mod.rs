@@ -24,6 +24,7 @@
 //! ```
 
 mod handle;
+mod holding;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -36,6 +37,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::names;
 
 pub use handle::{Slots, SlotsBuilder};
+pub use holding::{HeldSlot, SlotHolding};
 pub use table::SlotTable;
 
 /// The most slots a namespace may have.
