@@ -11,7 +11,7 @@
 
 // The version of the ABI: the header's `LH_ABI_VERSION` must equal
 // [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-#define LH_ABI_VERSION 1
+#define LH_ABI_VERSION 2
 
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
 #define LH_CODE_COUNT 15
@@ -125,10 +125,11 @@ typedef struct {
   uint64_t remaining_ns;
 } lh_lease_info;
 
-// Called once when a held lease is lost, with the `user` value given to
-// `lh_holding_on_lost` and the reason. It runs on a thread of the library's
-// runtime (or, if the lease was lost already, on the registering thread),
-// must return soon, and must make no blocking `lh_` call.
+// Called once when a held lease or slot is lost, with the `user` value
+// given to `lh_holding_on_lost` or `lh_slot_holding_on_lost` and the
+// reason. It runs on a thread of the library's runtime (or, if it was lost
+// already, on the registering thread), must return soon, and must make no
+// blocking `lh_` call.
 typedef void (*lh_lost_fn)(uint64_t user, lh_loss_reason reason);
 
 // A store of leases.
@@ -203,6 +204,11 @@ typedef struct {
   // How long one acquire, renew or release may take before it fails
   // `LH_TIMEOUT` (its outcome unknown); more than zero.
   int64_t timeout_ns;
+  // Whether `margin_ns` is given (else a tenth of the ttl).
+  bool has_margin;
+  // How long before a held slot's expiry its holder declares it lost
+  // (`lh_slots_begin`); below half the ttl.
+  int64_t margin_ns;
 } lh_slots_options;
 
 // A slot namespace opened on a store, from `lh_slots_open` until `lh_slots_free`.
@@ -235,6 +241,28 @@ typedef struct {
   // Issue no timestamp past this one.
   uint64_t ceiling;
 } lh_slot_info;
+
+// A held slot, from `lh_slots_begin` until `lh_slot_holding_end`.
+typedef struct {
+  // The library's id of the holding; never dereferenced.
+  uint64_t id;
+} lh_slot_holding;
+
+// What a held slot is like now.
+typedef struct {
+  // The lease as last renewed: the fence stays, the expiry and the
+  // ceiling move on with every renewal.
+  lh_slot_info lease;
+  // The largest timestamp recorded by `lh_slot_holding_issued` (0: none).
+  uint64_t last_issued;
+  // Whether the slot was lost; once true, it stays true.
+  bool lost;
+  // Why, once lost.
+  lh_loss_reason reason;
+  // The time left before the holder's deadline (the send time of the
+  // last confirmed call + ttl − margin), in nanoseconds; 0 once lost.
+  uint64_t remaining_ns;
+} lh_held_slot_info;
 
 // A virtual clock: it stands still until `lh_clock_advance` moves it.
 typedef struct {
@@ -522,6 +550,67 @@ lh_error *lh_slot_lease_info(lh_slot_lease lease, lh_slot_info *out);
 // Frees the lease's handle without releasing the slot (it expires at its
 // ttl). Freeing twice fails `LH_CLOSED`.
 lh_error *lh_slot_lease_free(lh_slot_lease lease);
+
+// Acquires a slot for the owner `key` / `instance` as `lh_slots_acquire`
+// does (SLOT-01) and holds it until `lh_slot_holding_end`: the library
+// renews it every ttl/3. `*held` says whether it got one: false when every
+// slot is held (an outcome, not an error), and then nothing else is
+// written. The slot is lost when a renewal answers nothing (another owner
+// has it) or none is confirmed by the holder's deadline. `LH_TIMEOUT` and
+// `cancel` as for `lh_slots_acquire`.
+//
+// # Safety
+// `key` and `instance` must each be NULL or point to their length in
+// readable bytes; `out` and `held` NULL (an error) or valid for a write.
+lh_error *lh_slots_begin(lh_slots slots,
+                         const uint8_t *key,
+                         size_t key_len,
+                         const uint8_t *instance,
+                         size_t instance_len,
+                         bool has_preferred,
+                         uint32_t preferred,
+                         lh_cancel cancel,
+                         lh_slot_holding *out,
+                         bool *held);
+
+// What the held slot is like now: the lease as last renewed, the largest
+// timestamp recorded as issued, loss, time left.
+//
+// # Safety
+// `out` must be NULL (an error) or valid for a write.
+lh_error *lh_slot_holding_info(lh_slot_holding holding, lh_held_slot_info *out);
+
+// Writes a new handle of the lease as last renewed (free it with
+// `lh_slot_lease_free`; it stays valid after the hold ended).
+//
+// # Safety
+// `out` must be NULL (an error) or valid for a write.
+lh_error *lh_slot_holding_lease(lh_slot_holding holding, lh_slot_lease *out);
+
+// Records that a timestamp up to `ms` (milliseconds since the Unix epoch)
+// was issued: the end of the hold hands the largest one recorded to the
+// slot's next holder as its floor (SLOT-05).
+lh_error *lh_slot_holding_issued(lh_slot_holding holding, uint64_t ms);
+
+// Calls `callback(user, reason)` once when the slot is lost, at once if it
+// is lost already; never after `lh_slot_holding_end` returned. One
+// callback per holding: a second registration fails `LH_INVALID_ARGUMENT`.
+lh_error *lh_slot_holding_on_lost(lh_slot_holding holding, lh_lost_fn callback, uint64_t user);
+
+// Blocks until the slot is lost (`*lost` true) or the hold ends (`*lost`
+// false); `cancel` (zero: none) gives up with `LH_CANCELLED`.
+//
+// # Safety
+// `lost` must be NULL (an error) or valid for a write.
+lh_error *lh_slot_holding_wait_lost(lh_slot_holding holding, lh_cancel cancel, bool *lost);
+
+// Ends the hold: stops renewing, releases the slot with the largest
+// timestamp recorded as issued (SLOT-05) and frees the handle. Fails
+// `LH_LOST` if the slot was lost at any point while held, or the release
+// found it another's. A release that fails otherwise (the store cannot be
+// reached) does not fail the end: the slot runs out at the store, and its
+// next holder starts above its ceiling. Ending twice fails `LH_CLOSED`.
+lh_error *lh_slot_holding_end(lh_slot_holding holding);
 
 // Opens an embedded store in this process (LOCK-19: its holders need no renewal).
 //

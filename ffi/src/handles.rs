@@ -11,6 +11,7 @@ use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, 
 use tokio::runtime::Handle;
 
 use crate::held::HeldLease;
+use crate::slots::holding::HeldSlotHolding;
 
 /// An object of a store, with the runtime the store's work runs on, where
 /// the blocking calls on it run too (so that no call looks the runtime up).
@@ -29,6 +30,7 @@ pub(crate) enum Object {
     Manual(OnRuntime<ManualLease>),
     Slots(OnRuntime<Slots>),
     SlotLease(SlotLease),
+    SlotHolding(Arc<HeldSlotHolding>),
     Cancel(CancellationToken),
     Clock(VirtualClock),
 }
@@ -80,6 +82,7 @@ kind!(Arc<HeldLease>, Holding, "lh_holding");
 kind!(OnRuntime<ManualLease>, Manual, "lh_manual");
 kind!(OnRuntime<Slots>, Slots, "lh_slots");
 kind!(SlotLease, SlotLease, "lh_slot_lease");
+kind!(Arc<HeldSlotHolding>, SlotHolding, "lh_slot_holding");
 kind!(CancellationToken, Cancel, "lh_cancel");
 kind!(VirtualClock, Clock, "lh_clock");
 

@@ -1,23 +1,17 @@
 //! A key held while the caller's code runs: its lease's state, learning of a
-//! loss as it happens (a callback or a blocking wait), and ending the hold.
+//! loss as it happens (a callback or a blocking wait, `crate::watch`), and
+//! ending the hold.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::task::{Context, Wake, Waker};
-use std::thread::ThreadId;
+use std::sync::Arc;
 
-use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease, Result};
-use tokio::runtime::Handle;
+use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease};
 
-use crate::call::{block_on, guard, not_in_runtime, or_cancelled, run};
+use crate::call::{block_on, not_in_runtime, run};
 use crate::cancel::lh_cancel;
 use crate::error::{lh_error, lh_loss_reason};
 use crate::handles;
 use crate::input;
-
-/// The future a lost lease completes (`Lease::lost_signal`).
-type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
+use crate::watch::Kept;
 
 /// A held key, from `lh_lock_begin` or `lh_lock_try_begin` until `lh_holding_end`.
 #[repr(C)]
@@ -43,118 +37,20 @@ pub struct lh_lease_info {
     pub remaining_ns: u64,
 }
 
-/// Called once when a held lease is lost, with the `user` value given to
-/// `lh_holding_on_lost` and the reason. It runs on a thread of the library's
-/// runtime (or, if the lease was lost already, on the registering thread),
-/// must return soon, and must make no blocking `lh_` call.
+/// Called once when a held lease or slot is lost, with the `user` value
+/// given to `lh_holding_on_lost` or `lh_slot_holding_on_lost` and the
+/// reason. It runs on a thread of the library's runtime (or, if it was lost
+/// already, on the registering thread), must return soon, and must make no
+/// blocking `lh_` call.
 pub type lh_lost_fn = Option<unsafe extern "C" fn(user: u64, reason: lh_loss_reason)>;
 
-/// The object behind an `lh_holding`.
-pub(crate) struct HeldLease {
-    lease: Lease,
-    holding: Mutex<Option<Holding>>,
-    /// The runtime of the lock's store, where blocking calls run.
-    runtime: Handle,
-    /// Fired when the hold ends, so that a blocking wait for loss returns;
-    /// made by the first such wait.
-    done: Mutex<Option<CancellationToken>>,
-    watch: Mutex<Option<Arc<Watch>>>,
-}
+/// The object behind an `lh_holding`: the lease, and the core's holding
+/// until the hold ends.
+pub(crate) type HeldLease = Kept<Lease, Holding>;
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl HeldLease {
-    pub(crate) fn new(holding: Holding, runtime: Handle) -> HeldLease {
-        HeldLease {
-            lease: holding.lease().clone(),
-            holding: Mutex::new(Some(holding)),
-            runtime,
-            done: Mutex::new(None),
-            watch: Mutex::new(None),
-        }
-    }
-
-    /// The token fired when the hold ends (fired already if it ended).
-    fn done(&self) -> CancellationToken {
-        lock(&self.done)
-            .get_or_insert_with(|| {
-                let token = CancellationToken::new();
-                if lock(&self.holding).is_none() {
-                    token.cancel();
-                }
-                token
-            })
-            .clone()
-    }
-
-    pub(crate) fn lease(&self) -> &Lease {
-        &self.lease
-    }
-}
-
-/// A caller's callback waiting for a loss: the core's loss signal, polled
-/// with a waker that calls back. No task or thread waits for it.
-struct Watch {
-    state: Mutex<WatchState>,
-    idle: Condvar,
-    callback: unsafe extern "C" fn(u64, lh_loss_reason),
-    user: u64,
-    lease: Lease,
-}
-
-struct WatchState {
-    /// The loss signal, until it fired or the watch stopped.
-    signal: Option<Signal>,
-    /// The thread running the callback now, if one is.
-    firing: Option<ThreadId>,
-}
-
-impl Wake for Watch {
-    fn wake(self: Arc<Self>) {
-        self.poll();
-    }
-}
-
-impl Watch {
-    /// Polls the loss signal; if the lease is lost, calls the callback once.
-    fn poll(self: &Arc<Self>) {
-        let mut st = lock(&self.state);
-        let Some(signal) = st.signal.as_mut() else {
-            return;
-        };
-        let waker = Waker::from(self.clone());
-        if signal
-            .as_mut()
-            .poll(&mut Context::from_waker(&waker))
-            .is_pending()
-        {
-            return;
-        }
-        st.signal = None;
-        st.firing = Some(std::thread::current().id());
-        drop(st);
-        let reason = lh_loss_reason::of(self.lease.loss_reason());
-        // SAFETY: the caller gave a callback that takes these arguments and
-        // may be called from any thread until `lh_holding_end` returns.
-        guard((), || unsafe { (self.callback)(self.user, reason) });
-        lock(&self.state).firing = None;
-        self.idle.notify_all();
-    }
-
-    /// No callback after this returns (except from the calling thread's own callback).
-    fn stop(&self) {
-        let mut st = lock(&self.state);
-        st.signal = None;
-        if st.firing.is_none() {
-            return;
-        }
-        let me = std::thread::current().id();
-        while st.firing.is_some_and(|t| t != me) {
-            st = self.idle.wait(st).unwrap_or_else(|p| p.into_inner());
-        }
-    }
+/// Keeps `holding`, whose store's work runs on `runtime`.
+pub(crate) fn keep_holding(holding: Holding, runtime: tokio::runtime::Handle) -> HeldLease {
+    Kept::new(holding.lease().clone(), holding, runtime)
 }
 
 /// What the lease is like now: fence, loss, time left.
@@ -169,7 +65,7 @@ pub unsafe extern "C" fn lh_holding_info(
     run(|| {
         input::check_out("lh_lease_info", out)?;
         let held = handles::get::<Arc<HeldLease>>(holding.id)?;
-        let lease = &held.lease;
+        let lease = held.watched();
         let remaining = lease.remaining();
         let info = lh_lease_info {
             fence: lease.fence(),
@@ -196,28 +92,7 @@ pub extern "C" fn lh_holding_on_lost(
         let callback = callback
             .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the lh_lost_fn is NULL"))?;
         let held = handles::get::<Arc<HeldLease>>(holding.id)?;
-        let watch = Arc::new(Watch {
-            state: Mutex::new(WatchState {
-                signal: Some(Box::pin(held.lease.lost_signal())),
-                firing: None,
-            }),
-            idle: Condvar::new(),
-            callback,
-            user,
-            lease: held.lease.clone(),
-        });
-        {
-            let mut slot = lock(&held.watch);
-            if slot.is_some() {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    "the holding has a loss callback already",
-                ));
-            }
-            *slot = Some(watch.clone());
-        }
-        watch.poll();
-        Ok(())
+        held.on_lost(callback, user)
     })
 }
 
@@ -236,21 +111,7 @@ pub unsafe extern "C" fn lh_holding_wait_lost(
         input::check_out("lost", lost)?;
         let held = handles::get::<Arc<HeldLease>>(holding.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let signal = held.lease.lost_signal();
-        let done = held.done();
-        let was_lost = block_on(
-            &held.runtime,
-            or_cancelled(
-                async move {
-                    tokio::select! {
-                        biased;
-                        _ = signal => Ok(true),
-                        _ = done.cancelled() => Ok(false),
-                    }
-                },
-                cancel,
-            ),
-        )?;
+        let was_lost = held.wait_lost(cancel)?;
         // SAFETY: passed on from the caller.
         unsafe { input::write("lost", lost, was_lost) }
     })
@@ -264,19 +125,7 @@ pub extern "C" fn lh_holding_end(holding: lh_holding) -> *mut lh_error {
     run(|| {
         not_in_runtime()?;
         let held = handles::remove::<Arc<HeldLease>>(holding.id)?;
-        end(&held)
+        let holding = held.take()?;
+        block_on(held.runtime(), holding.end())
     })
-}
-
-fn end(held: &HeldLease) -> Result<()> {
-    if let Some(watch) = lock(&held.watch).take() {
-        watch.stop();
-    }
-    let holding = lock(&held.holding)
-        .take()
-        .ok_or_else(|| Error::new(ErrorKind::Closed, "the hold ended already"))?;
-    if let Some(done) = lock(&held.done).as_ref() {
-        done.cancel();
-    }
-    block_on(&held.runtime, holding.end())
 }

@@ -5,9 +5,9 @@
 //! The rules every function keeps (see `docs/go.md` and `include/leasehold.h`):
 //!
 //! - Objects are opaque handles (`lh_store`, `lh_lock`, `lh_holding`,
-//!   `lh_manual`, `lh_slots`, `lh_slot_lease`, `lh_cancel`, `lh_clock`):
-//!   small structs carrying an id the library looks up, never a pointer
-//!   the caller could dereference. A zero handle, a handle of another kind
+//!   `lh_manual`, `lh_slots`, `lh_slot_lease`, `lh_slot_holding`,
+//!   `lh_cancel`, `lh_clock`): small structs carrying an id the library
+//!   looks up, never a pointer the caller could dereference. A zero handle, a handle of another kind
 //!   or a made-up one fails `InvalidArgument`; a handle already closed or
 //!   freed fails `Closed` (ERR-03: no double free, no use after free).
 //! - Borrowed inputs are `pointer + length`, copied before the call returns;
@@ -38,6 +38,7 @@ mod manual;
 mod slots;
 mod store;
 mod testing;
+mod watch;
 
 pub use cancel::{lh_cancel, lh_cancel_fire, lh_cancel_free, lh_cancel_new};
 pub use error::{
@@ -56,6 +57,11 @@ pub use manual::{
     lh_manual, lh_manual_extend, lh_manual_fence, lh_manual_free, lh_manual_release,
     lh_store_acquire, lh_store_try_acquire,
 };
+pub use slots::holding::{
+    lh_held_slot_info, lh_slot_holding, lh_slot_holding_end, lh_slot_holding_info,
+    lh_slot_holding_issued, lh_slot_holding_lease, lh_slot_holding_on_lost,
+    lh_slot_holding_wait_lost, lh_slots_begin,
+};
 pub use slots::{
     lh_owner_check, lh_owner_new, lh_slot_info, lh_slot_lease, lh_slot_lease_free,
     lh_slot_lease_info, lh_slots, lh_slots_acquire, lh_slots_free, lh_slots_open, lh_slots_options,
@@ -69,7 +75,7 @@ pub use testing::{
 
 /// The version of the ABI: the header's `LH_ABI_VERSION` must equal
 /// [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-pub const LH_ABI_VERSION: u32 = 1;
+pub const LH_ABI_VERSION: u32 = 2;
 
 /// The ABI version this library implements (compare with `LH_ABI_VERSION`).
 #[no_mangle]

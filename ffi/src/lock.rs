@@ -10,7 +10,7 @@ use crate::call::{block_on, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles;
-use crate::held::{lh_holding, HeldLease};
+use crate::held::{keep_holding, lh_holding};
 use crate::input;
 use crate::store::lh_store;
 
@@ -141,9 +141,9 @@ pub unsafe extern "C" fn lh_lock_begin(
             cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
         };
         let holding = block_on(&lock.runtime, lock.value.begin(&key, &hold))?;
-        let held = HeldLease::new(holding, lock.runtime);
-        let fence_value = held.lease().fence();
-        let id = handles::insert(Arc::new(held));
+        let kept = keep_holding(holding, lock.runtime);
+        let fence_value = kept.watched().fence();
+        let id = handles::insert(Arc::new(kept));
         // SAFETY: passed on from the caller.
         unsafe { give(out, lh_holding { id }, fence, fence_value) }
     })
@@ -174,9 +174,9 @@ pub unsafe extern "C" fn lh_lock_try_begin(
             // SAFETY: passed on from the caller.
             return unsafe { input::write("held", held, false) };
         };
-        let lease = HeldLease::new(holding, lock.runtime);
-        let fence_value = lease.lease().fence();
-        let id = handles::insert(Arc::new(lease));
+        let kept = keep_holding(holding, lock.runtime);
+        let fence_value = kept.watched().fence();
+        let id = handles::insert(Arc::new(kept));
         // SAFETY: passed on from the caller.
         unsafe {
             input::write("held", held, true)?;

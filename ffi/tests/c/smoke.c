@@ -1,6 +1,7 @@
 /* The C smoke test of the Leasehold ABI: a memory store, a hold, its fence,
- * a release, manual leases, slot leases, cancellation from another thread, a
- * loss callback, and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
+ * a release, manual leases, slot leases, a held slot (renewed, released with
+ * what it issued, lost), cancellation from another thread, loss callbacks,
+ * and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
  * double free, use after close, a panic). `make test` runs it under
  * valgrind, which must report no leak and no error. Exit 0: every check passed. */
 
@@ -320,6 +321,135 @@ static void slots(lh_store store) {
          LH_CLOSED);
 }
 
+static atomic_int slot_losses = 0;
+static _Atomic lh_loss_reason slot_reason = LH_REASON_NONE;
+
+static void on_slot_lost(uint64_t user, lh_loss_reason reason) {
+  CHECK(user == 7);
+  slot_losses++;
+  slot_reason = reason;
+}
+
+/* A held slot on a virtual clock: renewed in the background (same fence,
+ * later expiry), ended with the largest timestamp issued (the next holder's
+ * floor, SLOT-05); nothing when every slot is held (SLOT-01); a slot
+ * released behind its holder's back is lost at the next renewal, told by
+ * the callback and the wait, and its end fails Lost. */
+static void slot_holds(void) {
+  lh_clock clock = {0};
+  OK(lh_clock_new(&clock));
+  lh_memory_options memory = {.clock = clock, .push = true};
+  lh_store store = {0};
+  OK(lh_store_memory_with(&memory, &store));
+  lh_slots ns = {0};
+  lh_slots_options options = {.has_limit = true, .limit = 1,
+                              .has_ttl = true, .ttl_ns = 3 * SECOND,
+                              .has_margin = true, .margin_ns = SECOND / 2};
+  OK(lh_slots_open(store, S("held-ids"), &options, &ns));
+
+  lh_slot_holding h = {0};
+  bool held = false;
+  OK(lh_slots_begin(ns, S("orders"), S("o-1"), false, 0, (lh_cancel){0}, &h,
+                    &held));
+  CHECK(held);
+  lh_held_slot_info first;
+  OK(lh_slot_holding_info(h, &first));
+  CHECK(first.lease.slot == 0);
+  CHECK(first.lease.fence > 0);
+  CHECK(!first.lost);
+  CHECK(first.last_issued == 0);
+  CHECK(first.remaining_ns == (uint64_t)(3 * SECOND - SECOND / 2));
+
+  /* SLOT-01: the only slot is held, so nothing is held. */
+  lh_slot_holding none = {0};
+  OK(lh_slots_begin(ns, S("billing"), S("b-1"), false, 0, (lh_cancel){0},
+                    &none, &held));
+  CHECK(!held);
+  CHECK(none.id == 0);
+
+  /* Renewed in the background across several ttls. */
+  OK(lh_clock_advance(clock, 10 * SECOND, SECOND / 500));
+  lh_held_slot_info later;
+  OK(lh_slot_holding_info(h, &later));
+  CHECK(!later.lost);
+  CHECK(later.lease.fence == first.lease.fence);
+  CHECK(later.lease.expires_at >= first.lease.expires_at + 9000);
+  CHECK(later.lease.ceiling > first.lease.ceiling);
+  lh_slot_lease lease = {0};
+  OK(lh_slot_holding_lease(h, &lease));
+  lh_slot_info current;
+  OK(lh_slot_lease_info(lease, &current));
+  CHECK(current.expires_at == later.lease.expires_at);
+  OK(lh_slot_lease_free(lease));
+
+  uint64_t issued = first.lease.floor + 7;
+  OK(lh_slot_holding_issued(h, issued));
+  OK(lh_slot_holding_issued(h, first.lease.floor + 3));
+  OK(lh_slot_holding_info(h, &later));
+  CHECK(later.last_issued == issued);
+  OK(lh_slot_holding_on_lost(h, on_slot_lost, 7));
+  EXPECT(lh_slot_holding_on_lost(h, on_slot_lost, 7), LH_INVALID_ARGUMENT);
+  lh_cancel cancel = {0};
+  OK(lh_cancel_new(&cancel));
+  OK(lh_cancel_fire(cancel));
+  bool lost = true;
+  EXPECT(lh_slot_holding_wait_lost(h, cancel, &lost), LH_CANCELLED);
+  OK(lh_cancel_free(cancel));
+  OK(lh_slot_holding_end(h));
+  CHECK(slot_losses == 0);
+  /* ERR-03: ending twice, and use after the end. */
+  EXPECT(lh_slot_holding_end(h), LH_CLOSED);
+  EXPECT(lh_slot_holding_info(h, &later), LH_CLOSED);
+  EXPECT(lh_slot_holding_issued(h, issued), LH_CLOSED);
+  EXPECT(lh_slot_holding_info((lh_slot_holding){ns.id}, &later),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_slot_holding_info(h, NULL), LH_INVALID_ARGUMENT);
+
+  /* SLOT-05: the next holder's floor is what the holder issued. */
+  OK(lh_slots_begin(ns, S("billing"), S("b-1"), false, 0, (lh_cancel){0}, &h,
+                    &held));
+  CHECK(held);
+  OK(lh_slot_holding_info(h, &later));
+  CHECK(later.lease.floor == issued);
+  CHECK(later.lease.fence > first.lease.fence);
+
+  /* Released behind the holder's back: lost at the next renewal. */
+  OK(lh_slot_holding_on_lost(h, on_slot_lost, 7));
+  OK(lh_slot_holding_lease(h, &lease));
+  bool released = false;
+  OK(lh_slots_release(ns, lease, 0, (lh_cancel){0}, &released));
+  CHECK(released);
+  OK(lh_slot_lease_free(lease));
+  OK(lh_clock_advance(clock, 2 * SECOND, SECOND / 500));
+  OK(lh_slot_holding_wait_lost(h, (lh_cancel){0}, &lost));
+  CHECK(lost);
+  for (int i = 0; i < 100 && slot_losses == 0; i++) usleep(1000);
+  CHECK(slot_losses == 1);
+  CHECK(slot_reason == LH_REASON_UNKNOWN);
+  OK(lh_slot_holding_info(h, &later));
+  CHECK(later.lost);
+  CHECK(later.reason == LH_REASON_UNKNOWN);
+  CHECK(later.remaining_ns == 0);
+  lh_error *err = lh_slot_holding_end(h);
+  CHECK(lh_error_code(err) == LH_LOST);
+  CHECK(lh_error_loss_reason(err) == LH_REASON_UNKNOWN);
+  lh_error_free(err);
+  CHECK(slot_losses == 1);
+
+  /* Bad options: a margin of half the ttl. */
+  lh_slots_options wide = {.has_ttl = true, .ttl_ns = 2 * SECOND,
+                           .has_margin = true, .margin_ns = SECOND};
+  lh_slots other = {0};
+  EXPECT(lh_slots_open(store, S("z"), &wide, &other), LH_INVALID_TTL);
+  EXPECT(lh_slots_begin(ns, S("x"), S("y"), false, 0, (lh_cancel){0}, &h,
+                        NULL),
+         LH_INVALID_ARGUMENT);
+
+  OK(lh_slots_free(ns));
+  OK(lh_store_close(store));
+  OK(lh_clock_free(clock));
+}
+
 static void loss_on_close(void) {
   lh_store store = {0};
   OK(lh_store_memory(&store));
@@ -362,6 +492,7 @@ int main(void) {
   manual(store);
   slots(store);
   OK(lh_store_close(store));
+  slot_holds();
   loss_on_close();
   if (failures != 0) {
     fprintf(stderr, "%d checks failed\n", failures);

@@ -1,7 +1,10 @@
 //! Slot leases (seed 002): a namespace of `limit` slots opened on a store,
-//! its owners, and the three verbs acquire, renew and release. Every rule
-//! (which slot, floors, ceilings, the timeout) is the core's; this module
-//! only translates.
+//! its owners, and the three verbs acquire, renew and release; a slot held
+//! with background renewal is in [`holding`]. Every rule (which slot,
+//! floors, ceilings, the timeout, renewal and loss) is the core's; this
+//! module only translates.
+
+pub(crate) mod holding;
 
 use leasehold::names::MAX_NAME_BYTES;
 use leasehold::slots::{AcquireResult, Owner, SlotLease, Slots};
@@ -65,6 +68,11 @@ pub struct lh_slots_options {
     /// How long one acquire, renew or release may take before it fails
     /// `LH_TIMEOUT` (its outcome unknown); more than zero.
     pub timeout_ns: i64,
+    /// Whether `margin_ns` is given (else a tenth of the ttl).
+    pub has_margin: bool,
+    /// How long before a held slot's expiry its holder declares it lost
+    /// (`lh_slots_begin`); below half the ttl.
+    pub margin_ns: i64,
 }
 
 /// What a slot lease says. Times are milliseconds since the Unix epoch on
@@ -152,7 +160,7 @@ pub unsafe extern "C" fn lh_owner_check(
 ///
 /// # Safety
 /// As for `lh_owner_check`.
-unsafe fn owner(
+pub(crate) unsafe fn owner(
     key: *const u8,
     key_len: usize,
     instance: *const u8,
@@ -204,6 +212,9 @@ pub unsafe extern "C" fn lh_slots_open(
         }
         if o.has_timeout {
             b = b.timeout(input::duration("slot timeout", o.timeout_ns)?);
+        }
+        if o.has_margin {
+            b = b.margin(input::duration("slot margin", o.margin_ns)?);
         }
         let id = handles::insert(OnRuntime {
             value: b.open()?,
@@ -342,18 +353,22 @@ pub unsafe extern "C" fn lh_slot_lease_info(
 ) -> *mut lh_error {
     run(|| {
         input::check_out("lh_slot_info", out)?;
-        let lease = handles::get::<SlotLease>(lease.id)?;
-        let info = lh_slot_info {
-            slot: lease.slot(),
-            node: lease.node(),
-            fence: lease.fence(),
-            floor: lease.floor(),
-            expires_at: lease.expires_at(),
-            ceiling: lease.ceiling(),
-        };
+        let info = info(&handles::get::<SlotLease>(lease.id)?);
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_slot_info", out, info) }
     })
+}
+
+/// What `lease` says, as C reads it.
+pub(crate) fn info(lease: &SlotLease) -> lh_slot_info {
+    lh_slot_info {
+        slot: lease.slot(),
+        node: lease.node(),
+        fence: lease.fence(),
+        floor: lease.floor(),
+        expires_at: lease.expires_at(),
+        ceiling: lease.ceiling(),
+    }
 }
 
 /// Frees the lease's handle without releasing the slot (it expires at its
@@ -367,7 +382,11 @@ pub extern "C" fn lh_slot_lease_free(lease: lh_slot_lease) -> *mut lh_error {
 ///
 /// # Safety
 /// `out` and `flag` valid for a write.
-unsafe fn give(lease: SlotLease, out: *mut lh_slot_lease, flag: *mut bool) -> Result<()> {
+pub(crate) unsafe fn give(
+    lease: SlotLease,
+    out: *mut lh_slot_lease,
+    flag: *mut bool,
+) -> Result<()> {
     let id = handles::insert(lease);
     // SAFETY: passed on from the caller.
     unsafe {

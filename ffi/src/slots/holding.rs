@@ -1,0 +1,209 @@
+//! A slot held while the caller's code runs (the core's `SlotHolding`):
+//! renewed in the background by the core, its state, the timestamps the
+//! caller issued, learning of a loss as for a key (`crate::watch`), and
+//! ending the hold, which releases the slot with the largest timestamp issued.
+
+use std::sync::Arc;
+
+use leasehold::slots::{HeldSlot, SlotHolding, Slots};
+use leasehold::{CancellationToken, Error, ErrorKind};
+
+use super::{lh_slot_info, lh_slot_lease, lh_slots};
+use crate::call::{block_on, not_in_runtime, or_cancelled, run};
+use crate::cancel::lh_cancel;
+use crate::error::{lh_error, lh_loss_reason};
+use crate::handles::{self, OnRuntime};
+use crate::held::lh_lost_fn;
+use crate::input;
+use crate::watch::Kept;
+
+/// A held slot, from `lh_slots_begin` until `lh_slot_holding_end`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct lh_slot_holding {
+    /// The library's id of the holding; never dereferenced.
+    pub id: u64,
+}
+
+/// What a held slot is like now.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lh_held_slot_info {
+    /// The lease as last renewed: the fence stays, the expiry and the
+    /// ceiling move on with every renewal.
+    pub lease: lh_slot_info,
+    /// The largest timestamp recorded by `lh_slot_holding_issued` (0: none).
+    pub last_issued: u64,
+    /// Whether the slot was lost; once true, it stays true.
+    pub lost: bool,
+    /// Why, once lost.
+    pub reason: lh_loss_reason,
+    /// The time left before the holder's deadline (the send time of the
+    /// last confirmed call + ttl − margin), in nanoseconds; 0 once lost.
+    pub remaining_ns: u64,
+}
+
+/// The object behind an `lh_slot_holding`: the held slot, and the core's
+/// holding until the hold ends.
+pub(crate) type HeldSlotHolding = Kept<HeldSlot, SlotHolding>;
+
+/// Acquires a slot for the owner `key` / `instance` as `lh_slots_acquire`
+/// does (SLOT-01) and holds it until `lh_slot_holding_end`: the library
+/// renews it every ttl/3. `*held` says whether it got one: false when every
+/// slot is held (an outcome, not an error), and then nothing else is
+/// written. The slot is lost when a renewal answers nothing (another owner
+/// has it) or none is confirmed by the holder's deadline. `LH_TIMEOUT` and
+/// `cancel` as for `lh_slots_acquire`.
+///
+/// # Safety
+/// `key` and `instance` must each be NULL or point to their length in
+/// readable bytes; `out` and `held` NULL (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_slots_begin(
+    slots: lh_slots,
+    key: *const u8,
+    key_len: usize,
+    instance: *const u8,
+    instance_len: usize,
+    has_preferred: bool,
+    preferred: u32,
+    cancel: lh_cancel,
+    out: *mut lh_slot_holding,
+    held: *mut bool,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_slot_holding", out)?;
+        input::check_out("held", held)?;
+        // SAFETY: passed on from the caller.
+        let owner = unsafe { super::owner(key, key_len, instance, instance_len) }?;
+        let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
+        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+        let preferred = has_preferred.then_some(preferred);
+        let Some(holding) = block_on(
+            &slots.runtime,
+            or_cancelled(slots.value.begin(&owner, preferred), cancel),
+        )?
+        else {
+            // SAFETY: passed on from the caller.
+            return unsafe { input::write("held", held, false) };
+        };
+        let kept = Kept::new(holding.held().clone(), holding, slots.runtime);
+        let id = handles::insert(Arc::new(kept));
+        // SAFETY: passed on from the caller.
+        unsafe {
+            input::write("lh_slot_holding", out, lh_slot_holding { id })?;
+            input::write("held", held, true)
+        }
+    })
+}
+
+/// What the held slot is like now: the lease as last renewed, the largest
+/// timestamp recorded as issued, loss, time left.
+///
+/// # Safety
+/// `out` must be NULL (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_slot_holding_info(
+    holding: lh_slot_holding,
+    out: *mut lh_held_slot_info,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_held_slot_info", out)?;
+        let kept = handles::get::<Arc<HeldSlotHolding>>(holding.id)?;
+        let held = kept.watched();
+        let info = lh_held_slot_info {
+            lease: super::info(&held.lease()),
+            last_issued: held.last_issued(),
+            lost: held.lost(),
+            reason: lh_loss_reason::of(held.loss_reason()),
+            remaining_ns: input::nanos(held.remaining()),
+        };
+        // SAFETY: passed on from the caller.
+        unsafe { input::write("lh_held_slot_info", out, info) }
+    })
+}
+
+/// Writes a new handle of the lease as last renewed (free it with
+/// `lh_slot_lease_free`; it stays valid after the hold ended).
+///
+/// # Safety
+/// `out` must be NULL (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_slot_holding_lease(
+    holding: lh_slot_holding,
+    out: *mut lh_slot_lease,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lh_slot_lease", out)?;
+        let kept = handles::get::<Arc<HeldSlotHolding>>(holding.id)?;
+        let id = handles::insert(kept.watched().lease());
+        // SAFETY: passed on from the caller.
+        unsafe { input::write("lh_slot_lease", out, lh_slot_lease { id }) }
+    })
+}
+
+/// Records that a timestamp up to `ms` (milliseconds since the Unix epoch)
+/// was issued: the end of the hold hands the largest one recorded to the
+/// slot's next holder as its floor (SLOT-05).
+#[no_mangle]
+pub extern "C" fn lh_slot_holding_issued(holding: lh_slot_holding, ms: u64) -> *mut lh_error {
+    run(|| {
+        handles::get::<Arc<HeldSlotHolding>>(holding.id)?
+            .watched()
+            .issued(ms);
+        Ok(())
+    })
+}
+
+/// Calls `callback(user, reason)` once when the slot is lost, at once if it
+/// is lost already; never after `lh_slot_holding_end` returned. One
+/// callback per holding: a second registration fails `LH_INVALID_ARGUMENT`.
+#[no_mangle]
+pub extern "C" fn lh_slot_holding_on_lost(
+    holding: lh_slot_holding,
+    callback: lh_lost_fn,
+    user: u64,
+) -> *mut lh_error {
+    run(|| {
+        let callback = callback
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the lh_lost_fn is NULL"))?;
+        handles::get::<Arc<HeldSlotHolding>>(holding.id)?.on_lost(callback, user)
+    })
+}
+
+/// Blocks until the slot is lost (`*lost` true) or the hold ends (`*lost`
+/// false); `cancel` (zero: none) gives up with `LH_CANCELLED`.
+///
+/// # Safety
+/// `lost` must be NULL (an error) or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn lh_slot_holding_wait_lost(
+    holding: lh_slot_holding,
+    cancel: lh_cancel,
+    lost: *mut bool,
+) -> *mut lh_error {
+    run(|| {
+        input::check_out("lost", lost)?;
+        let kept = handles::get::<Arc<HeldSlotHolding>>(holding.id)?;
+        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+        let was_lost = kept.wait_lost(cancel)?;
+        // SAFETY: passed on from the caller.
+        unsafe { input::write("lost", lost, was_lost) }
+    })
+}
+
+/// Ends the hold: stops renewing, releases the slot with the largest
+/// timestamp recorded as issued (SLOT-05) and frees the handle. Fails
+/// `LH_LOST` if the slot was lost at any point while held, or the release
+/// found it another's. A release that fails otherwise (the store cannot be
+/// reached) does not fail the end: the slot runs out at the store, and its
+/// next holder starts above its ceiling. Ending twice fails `LH_CLOSED`.
+#[no_mangle]
+pub extern "C" fn lh_slot_holding_end(holding: lh_slot_holding) -> *mut lh_error {
+    run(|| {
+        not_in_runtime()?;
+        let kept = handles::remove::<Arc<HeldSlotHolding>>(holding.id)?;
+        let holding = kept.take()?;
+        block_on(kept.runtime(), holding.end())
+    })
+}

@@ -1,0 +1,229 @@
+//! What the caller of a hold (of a key, or of a slot) learns of a loss: a
+//! callback as it happens, or a blocking wait, and never a callback once the
+//! hold ended. The loss itself is the core's (a lease's or a held slot's
+//! loss signal); this module only tells it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Wake, Waker};
+use std::thread::ThreadId;
+
+use leasehold::slots::HeldSlot;
+use leasehold::{CancellationToken, Error, ErrorKind, Lease, LossReason, Result};
+use tokio::runtime::Handle;
+
+use crate::call::{block_on, guard, or_cancelled};
+use crate::error::lh_loss_reason;
+
+/// The future a loss completes.
+type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// What can be lost while held: the core's loss signal and reason.
+pub(crate) trait Loses: Clone + Send + Sync + 'static {
+    /// Completes when it is lost.
+    fn signal(&self) -> Signal;
+    /// Why it was lost, once it was.
+    fn reason(&self) -> Option<LossReason>;
+}
+
+impl Loses for Lease {
+    fn signal(&self) -> Signal {
+        Box::pin(self.lost_signal())
+    }
+
+    fn reason(&self) -> Option<LossReason> {
+        self.loss_reason()
+    }
+}
+
+impl Loses for HeldSlot {
+    fn signal(&self) -> Signal {
+        Box::pin(self.lost_signal())
+    }
+
+    fn reason(&self) -> Option<LossReason> {
+        self.loss_reason()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The object behind a hold's handle: what is watched for a loss (`L`), and
+/// the core's holding (`H`) until the hold ends.
+pub(crate) struct Kept<L, H> {
+    watched: L,
+    holding: Mutex<Option<H>>,
+    /// The runtime of the store, where blocking calls run.
+    runtime: Handle,
+    /// Fired when the hold ends, so that a blocking wait for loss returns;
+    /// made by the first such wait.
+    done: Mutex<Option<CancellationToken>>,
+    watch: Mutex<Option<Arc<Watch<L>>>>,
+}
+
+impl<L: Loses, H> Kept<L, H> {
+    pub(crate) fn new(watched: L, holding: H, runtime: Handle) -> Kept<L, H> {
+        Kept {
+            watched,
+            holding: Mutex::new(Some(holding)),
+            runtime,
+            done: Mutex::new(None),
+            watch: Mutex::new(None),
+        }
+    }
+
+    /// What is watched for a loss.
+    pub(crate) fn watched(&self) -> &L {
+        &self.watched
+    }
+
+    /// The runtime of the store.
+    pub(crate) fn runtime(&self) -> &Handle {
+        &self.runtime
+    }
+
+    /// The token fired when the hold ends (fired already if it ended).
+    fn done(&self) -> CancellationToken {
+        lock(&self.done)
+            .get_or_insert_with(|| {
+                let token = CancellationToken::new();
+                if lock(&self.holding).is_none() {
+                    token.cancel();
+                }
+                token
+            })
+            .clone()
+    }
+
+    /// Calls `callback(user, reason)` once on a loss, at once if lost
+    /// already; one callback per hold (a second fails `InvalidArgument`).
+    pub(crate) fn on_lost(
+        &self,
+        callback: unsafe extern "C" fn(u64, lh_loss_reason),
+        user: u64,
+    ) -> Result<()> {
+        let watch = Arc::new(Watch {
+            state: Mutex::new(WatchState {
+                signal: Some(self.watched.signal()),
+                firing: None,
+            }),
+            idle: Condvar::new(),
+            callback,
+            user,
+            watched: self.watched.clone(),
+        });
+        {
+            let mut slot = lock(&self.watch);
+            if slot.is_some() {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    "the holding has a loss callback already",
+                ));
+            }
+            *slot = Some(watch.clone());
+        }
+        watch.poll();
+        Ok(())
+    }
+
+    /// Blocks until lost (true) or until the hold ends (false); `cancel`
+    /// gives up with `Cancelled`.
+    pub(crate) fn wait_lost(&self, cancel: Option<CancellationToken>) -> Result<bool> {
+        let signal = self.watched.signal();
+        let done = self.done();
+        block_on(
+            &self.runtime,
+            or_cancelled(
+                async move {
+                    tokio::select! {
+                        biased;
+                        _ = signal => Ok(true),
+                        _ = done.cancelled() => Ok(false),
+                    }
+                },
+                cancel,
+            ),
+        )
+    }
+
+    /// Ends the watching: no callback after this returns, blocking waits
+    /// return; answers the core's holding to end (`Closed` if ended already).
+    pub(crate) fn take(&self) -> Result<H> {
+        if let Some(watch) = lock(&self.watch).take() {
+            watch.stop();
+        }
+        let holding = lock(&self.holding)
+            .take()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, "the hold ended already"))?;
+        if let Some(done) = lock(&self.done).as_ref() {
+            done.cancel();
+        }
+        Ok(holding)
+    }
+}
+
+/// A caller's callback waiting for a loss: the core's loss signal, polled
+/// with a waker that calls back. No task or thread waits for it.
+struct Watch<L> {
+    state: Mutex<WatchState>,
+    idle: Condvar,
+    callback: unsafe extern "C" fn(u64, lh_loss_reason),
+    user: u64,
+    watched: L,
+}
+
+struct WatchState {
+    /// The loss signal, until it fired or the watch stopped.
+    signal: Option<Signal>,
+    /// The thread running the callback now, if one is.
+    firing: Option<ThreadId>,
+}
+
+impl<L: Loses> Wake for Watch<L> {
+    fn wake(self: Arc<Self>) {
+        self.poll();
+    }
+}
+
+impl<L: Loses> Watch<L> {
+    /// Polls the loss signal; if lost, calls the callback once.
+    fn poll(self: &Arc<Self>) {
+        let mut st = lock(&self.state);
+        let Some(signal) = st.signal.as_mut() else {
+            return;
+        };
+        let waker = Waker::from(self.clone());
+        if signal
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending()
+        {
+            return;
+        }
+        st.signal = None;
+        st.firing = Some(std::thread::current().id());
+        drop(st);
+        let reason = lh_loss_reason::of(self.watched.reason());
+        // SAFETY: the caller gave a callback that takes these arguments and
+        // may be called from any thread until the hold's end returns.
+        guard((), || unsafe { (self.callback)(self.user, reason) });
+        lock(&self.state).firing = None;
+        self.idle.notify_all();
+    }
+
+    /// No callback after this returns (except from the calling thread's own callback).
+    fn stop(&self) {
+        let mut st = lock(&self.state);
+        st.signal = None;
+        if st.firing.is_none() {
+            return;
+        }
+        let me = std::thread::current().id();
+        while st.firing.is_some_and(|t| t != me) {
+            st = self.idle.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
