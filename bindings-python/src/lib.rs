@@ -12,6 +12,7 @@ mod lease;
 mod lock;
 mod manual;
 mod runtime;
+mod slot_holding;
 mod slots;
 mod store;
 mod testing;
@@ -29,6 +30,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<slots::PyOwner>()?;
     m.add_class::<slots::PySlotLease>()?;
     m.add_class::<slots::PySlots>()?;
+    m.add_class::<slot_holding::PySlotHolding>()?;
+    m.add_class::<slot_holding::PyHeldSlot>()?;
     m.add_class::<testing::PyVirtualClock>()?;
     m.add_class::<bridge::LoopDriver>()?;
     m.add_function(wrap_pyfunction!(store::memory, m)?)?;

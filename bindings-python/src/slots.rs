@@ -1,6 +1,8 @@
 //! Slot leases (seed 002): `Owner`, `SlotLease`, and `Slots`, a namespace
-//! opened on a store with its three verbs. Which slot an acquire takes, what
-//! a renewal or a release changes, and when a call times out are the core's.
+//! opened on a store with its three verbs and `begin`, a slot held with
+//! background renewal. Which slot an acquire takes, what a renewal or a
+//! release changes, when a call times out and when a held slot is lost are
+//! the core's.
 
 use leasehold::slots::{Owner, SlotLease, Slots};
 use leasehold::ErrorKind;
@@ -10,6 +12,7 @@ use tokio::runtime::Handle;
 use crate::bridge::{self, Cancel};
 use crate::convert;
 use crate::errors;
+use crate::slot_holding::PySlotHolding;
 
 /// Who leases a slot: a stable key and the instance id of one process.
 #[pyclass(module = "leasehold._native", name = "Owner", frozen, eq, hash)]
@@ -68,6 +71,12 @@ impl PyOwner {
 #[derive(PartialEq, Eq)]
 pub struct PySlotLease {
     lease: SlotLease,
+}
+
+impl PySlotLease {
+    pub fn new(lease: SlotLease) -> PySlotLease {
+        PySlotLease { lease }
+    }
 }
 
 #[pymethods]
@@ -153,6 +162,13 @@ fn lease_of(value: &Bound<'_, PyAny>) -> PyResult<SlotLease> {
         .map_err(|_| wrong_type(value, "lease", "leasehold.SlotLease"))
 }
 
+fn preferred_slot(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<u32>> {
+    value
+        .filter(|p| !p.is_none())
+        .map(|p| convert::unsigned::<u32>(p, "preferred slot"))
+        .transpose()
+}
+
 fn wrong_type(value: &Bound<'_, PyAny>, what: &str, expected: &str) -> PyErr {
     errors::error(
         value.py(),
@@ -210,6 +226,12 @@ impl PySlots {
         convert::seconds(self.slots.ttl())
     }
 
+    /// How long before a held slot's expiry its holder declares it lost, in seconds.
+    #[getter]
+    fn margin(&self) -> f64 {
+        convert::seconds(self.slots.margin())
+    }
+
     /// Acquires a slot for `owner` (SLOT-01): an awaitable of a `SlotLease`,
     /// or of `None` when every slot is held. Cancelling the awaiting task
     /// drops the call: a slot the store gave meanwhile stays the owner's
@@ -222,16 +244,36 @@ impl PySlots {
         preferred: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let owner = owner_of(owner)?;
-        let preferred = preferred
-            .filter(|p| !p.is_none())
-            .map(|p| convert::unsigned::<u32>(p, "preferred slot"))
-            .transpose()?;
+        let preferred = preferred_slot(preferred)?;
         let slots = self.slots.clone();
         bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
             slots
                 .acquire(&owner, preferred)
                 .await
                 .map(|r| r.lease().map(|lease| PySlotLease { lease }))
+        })
+    }
+
+    /// Acquires a slot for `owner` as `acquire` does and holds it, renewed
+    /// in the background: an awaitable of a `SlotHolding`, or of `None` when
+    /// every slot is held (SLOT-01). Cancelling the awaiting task drops the
+    /// call, as for `acquire`.
+    #[pyo3(signature = (owner, preferred=None))]
+    fn begin<'py>(
+        &self,
+        py: Python<'py>,
+        owner: &Bound<'py, PyAny>,
+        preferred: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let owner = owner_of(owner)?;
+        let preferred = preferred_slot(preferred)?;
+        let slots = self.slots.clone();
+        let runtime = self.runtime.clone();
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+            slots
+                .begin(&owner, preferred)
+                .await
+                .map(|h| h.map(|h| PySlotHolding::new(h, runtime)))
         })
     }
 

@@ -81,9 +81,13 @@ impl PyStore {
     }
 
     /// Opens the slot namespace `name` (seed 002) with its options; nothing
-    /// is sent. `limit` and `offset` are `int`s; `ttl`, `tolerance` and
-    /// `timeout` durations, the core's defaults when `None`.
-    #[pyo3(signature = (name, limit, offset, ttl=None, tolerance=None, timeout=None))]
+    /// is sent. `limit` and `offset` are `int`s; `ttl`, `tolerance`,
+    /// `timeout` and `margin` durations, the core's defaults when `None`.
+    #[pyo3(signature = (name, limit, offset, ttl=None, tolerance=None, timeout=None, margin=None))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one argument per option of the namespace, as Python passes them"
+    )]
     fn slots(
         &self,
         name: &Bound<'_, PyAny>,
@@ -92,6 +96,7 @@ impl PyStore {
         ttl: Option<&Bound<'_, PyAny>>,
         tolerance: Option<&Bound<'_, PyAny>>,
         timeout: Option<&Bound<'_, PyAny>>,
+        margin: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySlots> {
         let mut builder = self
             .store
@@ -106,6 +111,9 @@ impl PyStore {
         }
         if let Some(d) = convert::optional_duration(timeout, "timeout")? {
             builder = builder.timeout(d);
+        }
+        if let Some(d) = convert::optional_duration(margin, "margin")? {
+            builder = builder.margin(d);
         }
         builder
             .open()

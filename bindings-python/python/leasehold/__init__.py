@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ._hold import Hold, TryHold
 from ._native import Lease, __version__
-from ._slots import Owner, SlotLease, Slots
+from ._slots import HeldSlot, Owner, SlotHold, SlotLease, Slots
 from ._store import Lock, ManualLease, Store, connect, connect_blocking, memory
 from ._types import Duration, Pem
 from .errors import (
@@ -43,6 +43,7 @@ __all__ = [
     "Closed",
     "Duration",
     "EmptyName",
+    "HeldSlot",
     "Hold",
     "Internal",
     "InvalidArgument",
@@ -57,6 +58,7 @@ __all__ = [
     "Pem",
     "PermissionDenied",
     "Protocol",
+    "SlotHold",
     "SlotLease",
     "Slots",
     "Store",

@@ -14,12 +14,17 @@ module turns them into Python's ways:
 - The key is released on every exit path; the release runs in the core on its
   own, so a cancellation cannot stop it (LOCK-11).
 - Cancelling a task waiting in line leaves the line (LOCK-18).
+
+:class:`Watched` is that machinery for any holding of the core that can be
+watched for its loss and ended: a slot's hold (``slots.hold``) uses it too.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from types import TracebackType
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 from . import _native
 from ._types import Duration
@@ -31,6 +36,17 @@ __all__ = ["Hold", "TryHold"]
 LOST_MESSAGE = "leasehold: the lease was lost"
 
 
+class Ending(Protocol):
+    """A holding of the core: watched for its loss, then ended (the native
+    ``Holding`` and ``SlotHolding``)."""
+
+    def watch_loss(self, callback: Callable[[bool], object]) -> None: ...
+    def end(self) -> Awaitable[None]: ...
+
+
+H = TypeVar("H", bound=Ending)
+
+
 def _refuse_in_event_loop(what: str) -> None:
     try:
         asyncio.get_running_loop()
@@ -39,16 +55,22 @@ def _refuse_in_event_loop(what: str) -> None:
     raise InvalidArgument(f"`with {what}` would block the event loop; use `async with`")
 
 
-class _Held:
-    """What both context managers share: the holding and the loss watch.
+class Watched(Generic[H]):
+    """An ``async with`` over a holding: its loss cancels the block, and the
+    exit ends the holding and raises ``LeaseLost`` if it was lost.
 
     The hot paths are written out inline: a hold cycle is a few microseconds
     of Python around the core's work, and every call counts."""
 
     __slots__ = ("_cancelling", "_entered", "_exiting", "_holding", "_lost_cancel", "_task")
 
+    #: How the context manager is written, for error messages.
+    _FORM: ClassVar[str] = "lock.hold(...)"
+    #: The message of the cancellation a loss sends to the holding task.
+    _LOST: ClassVar[str] = LOST_MESSAGE
+
     def __init__(self) -> None:
-        self._holding: _native.Holding | None = None
+        self._holding: H | None = None
         self._task: asyncio.Task[object] | None = None
         self._cancelling = 0
         self._lost_cancel = False
@@ -58,21 +80,21 @@ class _Held:
     def _enter(self) -> asyncio.Task[object]:
         """Checks that the hold is entered once, inside a task; the task."""
         if self._entered:
-            raise InvalidArgument("a hold() or try_hold() is entered once; call it again")
+            raise InvalidArgument(f"a {self._FORM} is entered once; call it again")
         self._entered = True
         task = asyncio.current_task()
         if task is None:
-            raise InvalidArgument("`async with lock.hold(...)` runs inside an asyncio task")
+            raise InvalidArgument(f"`async with {self._FORM}` runs inside an asyncio task")
         self._task = task
         self._cancelling = task.cancelling()
         return task
 
     def _on_lost(self, _lost: bool) -> None:
-        # On the event loop's thread, once, if the lease is lost while held.
+        # On the event loop's thread, once, if the holding is lost while held.
         task = self._task
         if task is not None and not self._exiting and not task.done():
             self._lost_cancel = True
-            task.cancel(LOST_MESSAGE)
+            task.cancel(self._LOST)
 
     async def __aexit__(
         self,
@@ -95,6 +117,12 @@ class _Held:
                 return
             raise lost from exc
 
+
+class _Held(Watched[_native.Holding]):
+    """What both key holds share: the blocking form."""
+
+    __slots__ = ()
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -109,11 +137,11 @@ class _Held:
         except LeaseLost as lost:
             raise lost from exc
 
-    def _enter_blocking(self, what: str) -> None:
+    def _enter_blocking(self) -> None:
         if self._entered:
-            raise InvalidArgument("a hold() or try_hold() is entered once; call it again")
+            raise InvalidArgument(f"a {self._FORM} is entered once; call it again")
         self._entered = True
-        _refuse_in_event_loop(what)
+        _refuse_in_event_loop(self._FORM)
 
 
 class Hold(_Held):
@@ -141,7 +169,7 @@ class Hold(_Held):
         return holding.lease
 
     def __enter__(self) -> _native.Lease:
-        self._enter_blocking("lock.hold(...)")
+        self._enter_blocking()
         self._holding = self._lock.begin_blocking(self._key, self._wait)
         return self._holding.lease
 
@@ -151,6 +179,8 @@ class TryHold(_Held):
     (LOCK-17); the block gets ``None`` when the key is held."""
 
     __slots__ = ("_key", "_lock")
+
+    _FORM = "lock.try_hold(...)"
 
     def __init__(self, lock: _native.Lock, key: str) -> None:
         super().__init__()
@@ -167,6 +197,6 @@ class TryHold(_Held):
         return holding.lease
 
     def __enter__(self) -> _native.Lease | None:
-        self._enter_blocking("lock.try_hold(...)")
+        self._enter_blocking()
         self._holding = self._lock.try_begin_blocking(self._key)
         return None if self._holding is None else self._holding.lease

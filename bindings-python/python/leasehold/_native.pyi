@@ -107,11 +107,64 @@ class Slots:
     def ttl(self) -> float: ...
     @property
     def tolerance(self) -> float: ...
+    @property
+    def margin(self) -> float: ...
     def acquire(
         self, owner: Owner, preferred: int | None = None
     ) -> Awaitable[SlotLease | None]: ...
+    def begin(
+        self, owner: Owner, preferred: int | None = None
+    ) -> Awaitable[SlotHolding | None]: ...
     def renew(self, lease: SlotLease) -> Awaitable[SlotLease | None]: ...
     def release(self, lease: SlotLease, last_issued: int) -> Awaitable[bool]: ...
+
+@final
+class HeldSlot:
+    """A held slot, as the block running under it sees it; renewals move its lease on."""
+
+    @property
+    def lease(self) -> SlotLease:
+        """The lease as last renewed."""
+    @property
+    def slot(self) -> int:
+        """The slot, in ``range(limit)``."""
+    @property
+    def node(self) -> int:
+        """The node number for IDs: the slot plus the namespace's offset."""
+    @property
+    def fence(self) -> int:
+        """Larger than every fence the store gave before (SLOT-08); renewals keep it."""
+    @property
+    def floor(self) -> int:
+        """Issue only timestamps above this one (SLOT-05, SLOT-06)."""
+    @property
+    def ceiling(self) -> int:
+        """Issue no timestamp past this one; renewals move it on."""
+    def issued(self, ms: int) -> None:
+        """Records that timestamps up to ``ms`` were issued: the release hands
+        the largest one recorded to the slot's next holder (SLOT-05)."""
+    @property
+    def last_issued(self) -> int:
+        """The largest timestamp recorded by :meth:`issued` (0: none)."""
+    @property
+    def lost(self) -> bool:
+        """Whether the slot was lost; once true, it stays true."""
+    @property
+    def loss_reason(self) -> str | None:
+        """Why it was lost: ``"expired"`` (no renewal confirmed by the holder's
+        deadline) or ``"unknown"`` (a renewal answered nothing); ``None`` while it is not."""
+    @property
+    def remaining(self) -> float:
+        """Seconds left before the holder's deadline, 0 once lost."""
+
+@final
+class SlotHolding:
+    """A slot held from ``Slots.begin`` to ``SlotHolding.end``."""
+
+    @property
+    def held(self) -> HeldSlot: ...
+    def watch_loss(self, callback: Callable[[bool], object]) -> None: ...
+    def end(self) -> Awaitable[None]: ...
 
 @final
 class Holding:
@@ -166,6 +219,7 @@ class Store:
         ttl: Duration | None = None,
         tolerance: Duration | None = None,
         timeout: Duration | None = None,
+        margin: Duration | None = None,
     ) -> Slots: ...
     def try_acquire(self, name: str, ttl: Duration) -> Awaitable[ManualLease | None]: ...
     def acquire(

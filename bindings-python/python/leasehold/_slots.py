@@ -1,12 +1,49 @@
 """Slot leases (seed 002): a namespace of ``limit`` slots, each leased by one
-owner at a time, to derive a node number for an ID generator."""
+owner at a time, to derive a node number for an ID generator; and
+``slots.hold(owner)``, a slot held with background renewal while a block runs."""
 
 from __future__ import annotations
 
 from . import _native
-from ._native import Owner, SlotLease
+from ._hold import Watched
+from ._native import HeldSlot, Owner, SlotLease
 
-__all__ = ["Owner", "SlotLease", "Slots"]
+__all__ = ["HeldSlot", "Owner", "SlotHold", "SlotLease", "Slots"]
+
+
+class SlotHold(Watched[_native.SlotHolding]):
+    """``slots.hold(owner, preferred=None)``: acquires a slot as
+    :meth:`Slots.acquire` does and holds it while the block runs, renewed in
+    the background every ttl/3; the block gets its
+    :class:`~leasehold.HeldSlot`, or ``None`` when every slot is held.
+
+    A lost slot (a renewal that answers nothing, or none confirmed by the
+    holder's deadline) cancels the block at its next await and the ``async
+    with`` raises :class:`~leasehold.LeaseLost`, even if the block succeeded;
+    the block's own exception is its ``__cause__``. A cancellation from
+    outside stays ``CancelledError``. The slot is released on every exit,
+    with the largest timestamp recorded by ``held.issued(ms)`` (SLOT-05).
+    """
+
+    __slots__ = ("_owner", "_preferred", "_slots")
+
+    _FORM = "slots.hold(...)"
+    _LOST = "leasehold: the slot was lost"
+
+    def __init__(self, slots: _native.Slots, owner: Owner, preferred: int | None) -> None:
+        super().__init__()
+        self._slots = slots
+        self._owner = owner
+        self._preferred = preferred
+
+    async def __aenter__(self) -> HeldSlot | None:
+        self._enter()
+        holding = await self._slots.begin(self._owner, self._preferred)
+        if holding is None:
+            return None
+        self._holding = holding
+        holding.watch_loss(self._on_lost)
+        return holding.held
 
 
 class Slots:
@@ -16,6 +53,7 @@ class Slots:
     :class:`~leasehold.Timeout` and its outcome is unknown (SLOT-07). Outcomes
     are not errors: no free slot is ``None``, a lease no longer held is
     ``None`` from :meth:`renew` and ``False`` from :meth:`release`.
+    :meth:`hold` holds a slot while a block runs, renewed in the background.
     """
 
     __slots__ = ("_native",)
@@ -48,6 +86,11 @@ class Slots:
         """Seconds from a lease's expiry to its ceiling."""
         return self._native.tolerance
 
+    @property
+    def margin(self) -> float:
+        """Seconds before a held slot's expiry at which its holder declares it lost."""
+        return self._native.margin
+
     async def acquire(self, owner: Owner, preferred: int | None = None) -> SlotLease | None:
         """A slot for ``owner`` (SLOT-01): the one it holds already, else
         ``preferred`` if free, else the one its key held last if free, else
@@ -55,6 +98,12 @@ class Slots:
         first used with another limit, tolerance or offset raises
         :class:`~leasehold.NamespaceMismatch`."""
         return await self._native.acquire(owner, preferred)
+
+    def hold(self, owner: Owner, preferred: int | None = None) -> SlotHold:
+        """``async with slots.hold(owner) as held:`` holds a slot for
+        ``owner`` while the block runs, renewed in the background; ``held``
+        is ``None`` when every slot is held (see :class:`SlotHold`)."""
+        return SlotHold(self._native, owner, preferred)
 
     async def renew(self, lease: SlotLease) -> SlotLease | None:
         """``lease`` renewed for the namespace's ttl, with the same fence

@@ -139,15 +139,18 @@ class Store:
         tolerance: Duration | None = None,
         offset: int = 0,
         timeout: Duration | None = None,
+        margin: Duration | None = None,
     ) -> Slots:
         """Opens the slot namespace ``name`` (seed 002): slots ``range(limit)``
         (1 to 65536); ``ttl``: 1 s to 1 h, 10 s by default; ``tolerance``: from
         a lease's expiry to its ceiling, at most 1 h, 1 s by default; ``offset``:
         what a lease's ``node`` adds to its ``slot``; ``timeout``: the bound on
-        each call, 5 s by default. Bad options raise at once; nothing is sent
-        to the store. The namespace's first use fixes its limit, tolerance and
-        offset (SLOT-02)."""
-        return Slots(self._native.slots(name, limit, offset, ttl, tolerance, timeout))
+        each call, 5 s by default; ``margin``: how long before a held slot's
+        expiry its holder declares it lost (``slots.hold``), below half the
+        ttl, a tenth of it by default. Bad options raise at once; nothing is
+        sent to the store. The namespace's first use fixes its limit,
+        tolerance and offset (SLOT-02)."""
+        return Slots(self._native.slots(name, limit, offset, ttl, tolerance, timeout, margin))
 
     async def try_acquire(self, name: str, ttl: Duration) -> ManualLease | None:
         """The manual lease ``name`` if it is free now, else ``None`` (MANUAL-01)."""

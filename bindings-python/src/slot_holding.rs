@@ -1,0 +1,192 @@
+//! `SlotHolding`: a slot held for a block of Python code, from `Slots.begin`
+//! to `end`, renewed in the background by the core; and `HeldSlot`, the slot
+//! as the block sees it.
+
+use std::sync::Mutex;
+
+use leasehold::slots::{HeldSlot, SlotHolding};
+use leasehold::ErrorKind;
+use pyo3::prelude::*;
+use tokio::runtime::Handle;
+
+use crate::bridge::{self, Cancel, Watch};
+use crate::convert;
+use crate::errors;
+use crate::slots::PySlotLease;
+
+/// A held slot, as the block running under it sees it: its lease as last
+/// renewed, whether it was lost, and the largest timestamp issued under it.
+#[pyclass(module = "leasehold._native", name = "HeldSlot", frozen)]
+pub struct PyHeldSlot {
+    held: HeldSlot,
+}
+
+#[pymethods]
+impl PyHeldSlot {
+    /// The lease as last renewed.
+    #[getter]
+    fn lease(&self) -> PySlotLease {
+        PySlotLease::new(self.held.lease())
+    }
+
+    /// The slot, in `[0, limit)`.
+    #[getter]
+    fn slot(&self) -> u32 {
+        self.held.slot()
+    }
+
+    /// The node number for IDs: the slot plus the namespace's offset.
+    #[getter]
+    fn node(&self) -> u32 {
+        self.held.node()
+    }
+
+    /// The fence (SLOT-08); renewals keep it.
+    #[getter]
+    fn fence(&self) -> u64 {
+        self.held.fence()
+    }
+
+    /// Issue only timestamps above this one (SLOT-05, SLOT-06).
+    #[getter]
+    fn floor(&self) -> u64 {
+        self.held.floor()
+    }
+
+    /// Issue no timestamp past this one; renewals move it on.
+    #[getter]
+    fn ceiling(&self) -> u64 {
+        self.held.ceiling()
+    }
+
+    /// Records that timestamps up to `ms` were issued: the release hands the
+    /// largest one recorded to the slot's next holder (SLOT-05).
+    fn issued(&self, ms: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.held
+            .issued(convert::unsigned::<u64>(ms, "issued timestamp")?);
+        Ok(())
+    }
+
+    /// The largest timestamp recorded by `issued` (0: none).
+    #[getter]
+    fn last_issued(&self) -> u64 {
+        self.held.last_issued()
+    }
+
+    /// Whether the slot was lost. Once true, it stays true.
+    #[getter]
+    fn lost(&self) -> bool {
+        self.held.lost()
+    }
+
+    /// Why it was lost (`"expired"`: no renewal confirmed by the holder's
+    /// deadline; `"unknown"`: a renewal answered nothing), or `None`.
+    #[getter]
+    fn loss_reason(&self) -> Option<&'static str> {
+        self.held.loss_reason().map(|r| r.as_str())
+    }
+
+    /// Seconds left before the holder's deadline, zero once lost.
+    #[getter]
+    fn remaining(&self) -> f64 {
+        convert::seconds(self.held.remaining())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "HeldSlot(slot={}, node={}, fence={}, lost={})",
+            self.held.slot(),
+            self.held.node(),
+            self.held.fence(),
+            self.held.lost()
+        )
+    }
+}
+
+/// A held slot. `end` releases it with the largest timestamp issued (and
+/// fails `Lost` if the slot was lost while held); dropped without `end`, it
+/// is released in the background.
+#[pyclass(module = "leasehold._native", name = "SlotHolding", frozen)]
+pub struct PySlotHolding {
+    holding: Mutex<Option<SlotHolding>>,
+    held: HeldSlot,
+    /// The watch for a loss, stopped when the holding ends.
+    watch: Mutex<Option<Watch>>,
+    /// The runtime its calls run on, for a test store.
+    runtime: Option<Handle>,
+}
+
+impl PySlotHolding {
+    pub fn new(holding: SlotHolding, runtime: Option<Handle>) -> PySlotHolding {
+        PySlotHolding {
+            held: holding.held().clone(),
+            holding: Mutex::new(Some(holding)),
+            watch: Mutex::new(None),
+            runtime,
+        }
+    }
+
+    fn stop_watching(&self) {
+        let watch = self.watch.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(watch) = watch {
+            watch.stop();
+        }
+    }
+}
+
+#[pymethods]
+impl PySlotHolding {
+    /// The held slot, for the block.
+    #[getter]
+    fn held(&self) -> PyHeldSlot {
+        PyHeldSlot {
+            held: self.held.clone(),
+        }
+    }
+
+    /// Calls `callback(True)` on the running event loop's thread once, if
+    /// the slot is lost before the holding ends.
+    fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        let lost = self.held.lost_signal();
+        let watch = bridge::watch(
+            py,
+            async move {
+                lost.await;
+                true
+            },
+            callback,
+        )?;
+        let previous = self
+            .watch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(watch);
+        if let Some(previous) = previous {
+            previous.stop();
+        }
+        Ok(())
+    }
+
+    /// Stops renewing and releases the slot with the largest timestamp
+    /// issued; the awaitable fails `LeaseLost` if the slot was lost while
+    /// held. The release runs on its own: cancelling the awaiting task does
+    /// not stop it.
+    fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.stop_watching();
+        let holding = self
+            .holding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| {
+                errors::error(py, ErrorKind::InvalidArgument, "the hold has ended already")
+            })?;
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, holding.end())
+    }
+}
+
+impl Drop for PySlotHolding {
+    fn drop(&mut self) {
+        self.stop_watching();
+    }
+}
