@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -79,3 +80,15 @@ def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running = start_server("--tokens", str(tokens))
     yield running
     stop_server(running)
+
+
+@pytest.fixture
+def frozen_server() -> Iterator[Server]:
+    """A server store of this test's own, to freeze with SIGSTOP; it is
+    always let go on (SIGCONT) and stopped."""
+    running = start_server()
+    try:
+        yield running
+    finally:
+        os.kill(running.process.pid, signal.SIGCONT)
+        stop_server(running)

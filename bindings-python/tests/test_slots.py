@@ -9,14 +9,14 @@ import os
 import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 import leasehold
 from leasehold import testing
 
-from conftest import Server, start_server, stop_server
+from conftest import Server
 
 
 @pytest.fixture(params=["memory", "server"])
@@ -246,18 +246,6 @@ async def test_SLOT_05_release_sets_the_next_floor(store: leasehold.Store, names
     fourth = await leased(slots, leasehold.Owner("four"))
     assert fourth.floor == third.floor == second.ceiling
     assert await slots.release(fourth, fourth.floor)
-
-
-@pytest.fixture
-def frozen_server() -> Iterator[Server]:
-    """A server store of this test's own, to freeze with SIGSTOP; it is
-    always let go on (SIGCONT) and stopped."""
-    running = start_server()
-    try:
-        yield running
-    finally:
-        os.kill(running.process.pid, signal.SIGCONT)
-        stop_server(running)
 
 
 # SLOT-07: against a frozen server store, every call fails Timeout and is_timeout says so;
