@@ -20,6 +20,7 @@ pub mod holding;
 pub mod lock;
 pub mod manual;
 pub mod promise;
+pub mod slot_holding;
 pub mod slots;
 pub mod store;
 pub mod testing;

@@ -2,7 +2,8 @@
 //! owners that lease them and the leases. Which slot an acquire takes, and
 //! what a renewal or a release changes, is the core's
 //! (`leasehold::slots`); this module only translates values, errors and
-//! the `AbortSignal` of an acquire.
+//! the `AbortSignal` of an acquire. A slot held while a function runs is
+//! `slot_holding`'s.
 
 use leasehold::slots::{Owner, SlotLease, Slots};
 use leasehold::{Error, ErrorKind};
@@ -15,6 +16,7 @@ use crate::cancel::Canceller;
 use crate::durations;
 use crate::errors::{thrown, Thrown};
 use crate::promise::{self, Eventually};
+use crate::slot_holding::NativeSlotHolding;
 
 /// Who leases a slot (`leasehold::slots::Owner`): a stable key and the
 /// instance id of one process.
@@ -58,10 +60,28 @@ pub struct NativeSlotLease {
     lease: SlotLease,
 }
 
+impl NativeSlotLease {
+    /// Wraps a core lease.
+    pub(crate) fn new(lease: SlotLease) -> NativeSlotLease {
+        NativeSlotLease { lease }
+    }
+}
+
 /// A time of the store's clock in milliseconds, as a JS number: exact up to
 /// 2^53 ms, far past any clock's reach.
-fn js_millis(ms: u64) -> f64 {
+pub(crate) fn js_millis(ms: u64) -> f64 {
     ms as f64
+}
+
+/// A count of milliseconds passed as a bigint: 0 to 2^64 − 1, else `InvalidArgument`.
+pub(crate) fn millis_arg(what: &str, ms: BigInt) -> leasehold::Result<u64> {
+    match ms.get_u64() {
+        (false, ms, true) => Ok(ms),
+        _ => Err(Error::new(
+            ErrorKind::InvalidArgument,
+            format!("{what} must be a count of milliseconds from 0 to 2^64 - 1"),
+        )),
+    }
 }
 
 #[napi]
@@ -121,6 +141,15 @@ impl NativeSlotLease {
     }
 }
 
+/// The error of an acquire given up by its canceller.
+fn given_up() -> Error {
+    Error::new(
+        ErrorKind::Cancelled,
+        "gave up acquiring a slot; the store may have leased one to this owner, \
+         which an acquire by the same owner returns",
+    )
+}
+
 /// A slot namespace opened on a store (`leasehold::slots::Slots`).
 #[napi]
 pub struct NativeSlots {
@@ -167,6 +196,12 @@ impl NativeSlots {
         durations::millis(self.slots.ttl())
     }
 
+    /// How long before a held slot's expiry its holder declares it lost, in milliseconds.
+    #[napi(getter, catch_unwind)]
+    pub fn margin(&self) -> f64 {
+        durations::millis(self.slots.margin())
+    }
+
     /// Acquires a slot for `owner` (`Slots::acquire`, SLOT-01); `null` when
     /// every slot is held. When `cancel` fires first, the call stops
     /// waiting for the store's answer and fails `CANCELLED`.
@@ -187,15 +222,41 @@ impl NativeSlots {
                 None => acquire.await?,
                 Some(token) => tokio::select! {
                     biased;
-                    _ = token.cancelled() => return Err(Error::new(
-                        ErrorKind::Cancelled,
-                        "gave up acquiring a slot; the store may have leased one to this owner, \
-                         which an acquire by the same owner returns",
-                    )),
+                    _ = token.cancelled() => return Err(given_up()),
                     result = acquire => result?,
                 },
             };
             Ok(result.lease().map(|lease| NativeSlotLease { lease }))
+        })
+    }
+
+    /// Acquires a slot for `owner` as `acquire` does and keeps it renewed
+    /// until the returned holding ends (`Slots::begin`); `null` when every
+    /// slot is held. When `cancel` fires first, the call stops waiting for
+    /// the store's answer and fails `CANCELLED`.
+    #[napi(catch_unwind)]
+    pub fn begin<'env>(
+        &self,
+        env: &'env Env,
+        owner: &NativeOwner,
+        preferred: Option<u32>,
+        cancel: Option<&Canceller>,
+    ) -> napi::Result<Eventually<'env, Option<NativeSlotHolding>>> {
+        let slots = self.slots.clone();
+        let owner = owner.owner.clone();
+        let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
+            let begin = slots.begin(&owner, preferred);
+            let holding = match cancel {
+                None => begin.await?,
+                Some(token) => tokio::select! {
+                    biased;
+                    _ = token.cancelled() => return Err(given_up()),
+                    holding = begin => holding?,
+                },
+            };
+            Ok(holding.map(|h| NativeSlotHolding::new(h, runtime)))
         })
     }
 
@@ -227,13 +288,7 @@ impl NativeSlots {
     ) -> napi::Result<Eventually<'env, bool>> {
         let slots = self.slots.clone();
         let lease = lease.lease.clone();
-        let last_issued = match last_issued.get_u64() {
-            (false, ms, true) => Ok(ms),
-            _ => Err(Error::new(
-                ErrorKind::InvalidArgument,
-                "lastIssued must be a count of milliseconds from 0 to 2^64 - 1",
-            )),
-        };
+        let last_issued = millis_arg("lastIssued", last_issued);
         promise::spawn(env, &self.runtime, async move {
             slots.release(&lease, last_issued?).await
         })

@@ -64,6 +64,24 @@ pub fn connect<'env>(
     })
 }
 
+/// The options of a slot namespace (`leasehold::slots::SlotsBuilder`);
+/// `null` or absent: the core's default.
+#[napi(object)]
+pub struct SlotsOptions {
+    /// The slots are `[0, limit)`.
+    pub limit: Option<u32>,
+    /// The ttl of the leases.
+    pub ttl: Option<JsDuration>,
+    /// How far a lease's ceiling lies beyond its expiry.
+    pub tolerance: Option<JsDuration>,
+    /// What a node number adds to the slot.
+    pub offset: Option<u32>,
+    /// How long before a held slot's expiry its holder declares it lost.
+    pub margin: Option<JsDuration>,
+    /// How long one acquire, renew or release may take.
+    pub timeout: Option<JsDuration>,
+}
+
 /// One holder of a store, as `store.holders()` lists it.
 #[napi(object)]
 pub struct HolderInfo {
@@ -116,30 +134,25 @@ impl NativeStore {
     /// nothing is sent. A namespace first used with another limit,
     /// tolerance or offset fails `NAMESPACE_MISMATCH` at its first acquire.
     #[napi(catch_unwind)]
-    pub fn slots(
-        &self,
-        name: String,
-        limit: Option<u32>,
-        ttl: Option<JsDuration>,
-        tolerance: Option<JsDuration>,
-        offset: Option<u32>,
-        timeout: Option<JsDuration>,
-    ) -> Result<NativeSlots, Thrown> {
+    pub fn slots(&self, name: String, options: SlotsOptions) -> Result<NativeSlots, Thrown> {
         let open = || {
             let mut builder = self.store.slots(&name);
-            if let Some(limit) = limit {
+            if let Some(limit) = options.limit {
                 builder = builder.limit(limit);
             }
-            if let Some(d) = durations::optional("ttl", ttl)? {
+            if let Some(d) = durations::optional("ttl", options.ttl)? {
                 builder = builder.ttl(d);
             }
-            if let Some(d) = durations::optional("tolerance", tolerance)? {
+            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
                 builder = builder.tolerance(d);
             }
-            if let Some(offset) = offset {
+            if let Some(offset) = options.offset {
                 builder = builder.offset(offset);
             }
-            if let Some(d) = durations::optional("timeout", timeout)? {
+            if let Some(d) = durations::optional("margin", options.margin)? {
+                builder = builder.margin(d);
+            }
+            if let Some(d) = durations::optional("timeout", options.timeout)? {
                 builder = builder.timeout(d);
             }
             builder.open()
