@@ -31,9 +31,9 @@ Object.defineProperty(LeaseholdError.prototype, 'name', { value: 'LeaseholdError
 
 /**
  * The lease is gone (code 'LOST'): it ran out, was revoked at maxHold,
- * released elsewhere, or its store restarted or closed. From `hold`, it
- * keeps the held function's own outcome: `cause` when it threw, `result`
- * when it resolved (LOCK-10).
+ * released elsewhere, or its store restarted or closed; or a held slot is
+ * (`slots.hold`). From `hold`, it keeps the held function's own outcome:
+ * `cause` when it threw, `result` when it resolved (LOCK-10).
  */
 class LostError extends LeaseholdError {
   /**

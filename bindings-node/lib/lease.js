@@ -1,26 +1,12 @@
 'use strict'
 // A held lease as the held function sees it (LOCK-09): its fence, whether
 // it was lost, and `signal`, an AbortSignal aborted with a LostError when it
-// is. The signal is made when first read; a weak threadsafe function of the
-// addon tells it of a loss, so a held lease never keeps Node alive by itself.
+// is (lib/loss.js).
 
-const { LostError } = require('./errors')
+const { LossSignal } = require('./loss')
 
 /** @typedef {import('../index').LossReason} LossReason */
 /** @typedef {import('./addon').NativeHolding} NativeHolding */
-
-/**
- * @param {string | null} reason
- * @returns {LostError}
- */
-function lostError(reason) {
-  return new LostError(`the lease was lost (${reason ?? 'unknown'})`, {
-    lossReason: /** @type {LossReason | null} */ (reason),
-  })
-}
-
-/** @type {(lease: Lease, reason: unknown) => void} */
-let abortLease
 
 /** @typedef {import('../index').Lease} PublicLease */
 
@@ -28,17 +14,17 @@ let abortLease
 class Lease {
   /** @type {NativeHolding} */
   #native
-  /** @type {AbortController | null} */
-  #controller = null
-  /** Why the signal is to abort, when that was decided before it was first read. */
-  #abortWith = /** @type {{ reason: unknown } | null} */ (null)
+  /** @type {LossSignal} */
+  #loss
 
   /**
    * Made by `hold` and `tryHold`; not for callers.
    * @param {NativeHolding} native
+   * @param {LossSignal} loss
    */
-  constructor(native) {
+  constructor(native, loss) {
     this.#native = native
+    this.#loss = loss
     /** The fence (LOCK-02): hand it to the system you write to. */
     this.fence = native.fence
     /** The key held. */
@@ -64,42 +50,24 @@ class Lease {
 
   /** Aborted with a LostError when the lease is lost (LOCK-09). */
   get signal() {
-    if (this.#controller === null) {
-      const controller = new AbortController()
-      this.#controller = controller
-      if (this.#abortWith !== null) {
-        controller.abort(this.#abortWith.reason)
-      } else if (this.#native.lost) {
-        controller.abort(lostError(this.#native.lossReason))
-      } else {
-        this.#native.watch((reason) => controller.abort(lostError(reason)))
-      }
-    }
-    return this.#controller.signal
-  }
-
-  static {
-    abortLease = (lease, reason) => {
-      if (lease.#controller !== null) lease.#controller.abort(reason)
-      else if (lease.#abortWith === null) lease.#abortWith = { reason }
-    }
+    return this.#loss.signal
   }
 }
 
 /**
- * Once the store ended `lease` (its store was closed), aborts its signal
- * with the loss, without waiting for the weak watcher: a caller that awaits
- * `store.close()` finds every lease of the store lost and told.
- * @param {Lease} lease
+ * Once the store ended a held lease (its store was closed), aborts its
+ * signal with the loss, without waiting for the weak watcher: a caller
+ * that awaits `store.close()` finds every lease of the store lost and told.
+ * @param {LossSignal} loss
  * @param {NativeHolding} native
  * @returns {Promise<void>}
  */
-async function deliverLoss(lease, native) {
+async function deliverLoss(loss, native) {
   const until = Date.now() + 1_000
   while (!native.lost && Date.now() < until) {
     await new Promise((resolve) => setImmediate(resolve))
   }
-  if (native.lost) abortLease(lease, lostError(native.lossReason))
+  loss.abortIfLost()
 }
 
-module.exports = { Lease, abortLease, deliverLoss, lostError }
+module.exports = { Lease, deliverLoss }

@@ -1,12 +1,13 @@
 'use strict'
 // Locks: holding a key while a function runs (seed 000). The core waits in
-// line, renews, keeps the deadline and releases; this file runs the JS
+// line, renews, keeps the deadline and releases; lib/run.js runs the JS
 // function between `begin` and `end` and turns the outcome into a promise.
 
-const native = require('./native')
 const args = require('./args')
-const { LeaseholdError, LostError, fromNative } = require('./errors')
-const { Lease, abortLease, deliverLoss } = require('./lease')
+const { fromNative } = require('./errors')
+const { Lease, deliverLoss } = require('./lease')
+const { LossSignal } = require('./loss')
+const { begin, run } = require('./run')
 
 /** @typedef {import('./addon').NativeLock} NativeLock */
 /** @typedef {import('./addon').NativeHolding} NativeHolding */
@@ -18,25 +19,25 @@ const { Lease, abortLease, deliverLoss } = require('./lease')
  * the store can tell each function of its loss before `close()` resolves.
  */
 class Held {
-  /** @type {Map<Lease, NativeHolding>} */
+  /** @type {Map<LossSignal, NativeHolding>} */
   #leases = new Map()
 
   /**
-   * @param {Lease} lease
+   * @param {LossSignal} loss
    * @param {NativeHolding} holding
    */
-  add(lease, holding) {
-    this.#leases.set(lease, holding)
+  add(loss, holding) {
+    this.#leases.set(loss, holding)
   }
 
-  /** @param {Lease} lease */
-  delete(lease) {
-    this.#leases.delete(lease)
+  /** @param {LossSignal} loss */
+  delete(loss) {
+    this.#leases.delete(loss)
   }
 
   /** Tells every function still running that its lease ended with the store. */
   async closed() {
-    await Promise.all([...this.#leases].map(([lease, holding]) => deliverLoss(lease, holding)))
+    await Promise.all([...this.#leases].map(([loss, holding]) => deliverLoss(loss, holding)))
   }
 }
 
@@ -101,29 +102,12 @@ class Lock {
     const given = args.options('hold options', options, ['signal', 'wait'])
     const signal = args.signal(given.signal)
     const wait = args.duration('wait', given.wait)
-    // An aborted signal asks nothing of the store (as AbortSignal users expect).
-    if (signal?.aborted) throw cancelled(signal)
-    const canceller = signal === null ? null : new native.Canceller()
-    const giveUp = () => canceller?.cancel()
-    signal?.addEventListener('abort', giveUp, { once: true })
-    let holding
-    try {
-      holding = await this.#native.begin(key, wait, canceller)
-    } catch (error) {
-      throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
-    } finally {
-      signal?.removeEventListener('abort', giveUp)
-    }
-    if (signal?.aborted) {
-      // The grant raced the give-up: let it go at once, run nothing (LOCK-18).
-      try {
-        await holding.end()
-      } catch {
-        // Whatever became of the lease, the call was given up.
-      }
-      throw cancelled(signal)
-    }
-    return run(holding, fn, signal, this.#held)
+    const holding = await begin(
+      (canceller) => this.#native.begin(key, wait, canceller),
+      signal,
+      'gave up waiting for the key',
+    )
+    return holdKey(/** @type {NativeHolding} */ (holding), fn, signal, this.#held)
   }
 
   /**
@@ -143,22 +127,13 @@ class Lock {
     } catch (error) {
       throw fromNative(error)
     }
-    return holding === null ? null : run(holding, fn, null, this.#held)
+    return holding === null ? null : holdKey(holding, fn, null, this.#held)
   }
 }
 
 /**
- * The error of a call given up by its signal: CANCELLED, with the signal's reason as cause.
- * @param {AbortSignal} signal
- * @returns {LeaseholdError}
- */
-function cancelled(signal) {
-  return new LeaseholdError('CANCELLED', 'gave up waiting for the key', { cause: signal.reason })
-}
-
-/**
- * Runs `fn` while `holding` holds its key, then ends the holding and
- * combines the two outcomes (LOCK-10, LOCK-11).
+ * Runs `fn` while `holding` holds its key (lib/run.js), telling it of the
+ * key's loss when its store closes meanwhile.
  * @template T
  * @param {NativeHolding} holding
  * @param {(lease: Lease) => T | PromiseLike<T>} fn
@@ -166,62 +141,14 @@ function cancelled(signal) {
  * @param {Held} held
  * @returns {Promise<T>}
  */
-async function run(holding, fn, signal, held) {
-  const lease = new Lease(holding)
-  held.add(lease, holding)
+async function holdKey(holding, fn, signal, held) {
+  const loss = new LossSignal(holding, 'the lease')
+  held.add(loss, holding)
   try {
-    return await runHeld(holding, lease, fn, signal)
+    return await run(holding, new Lease(holding, loss), loss, fn, signal)
   } finally {
-    held.delete(lease)
+    held.delete(loss)
   }
 }
 
-/**
- * @template T
- * @param {NativeHolding} holding
- * @param {Lease} lease
- * @param {(lease: Lease) => T | PromiseLike<T>} fn
- * @param {AbortSignal | null} signal
- * @returns {Promise<T>}
- */
-async function runHeld(holding, lease, fn, signal) {
-  let cancelled = false
-  const stop = () => {
-    cancelled = true
-    abortLease(lease, signal?.reason)
-  }
-  signal?.addEventListener('abort', stop, { once: true })
-  /** @type {{ ok: true, value: T } | { ok: false, error: unknown }} */
-  let outcome
-  try {
-    outcome = { ok: true, value: await fn(lease) }
-  } catch (error) {
-    outcome = { ok: false, error }
-  } finally {
-    signal?.removeEventListener('abort', stop)
-  }
-  try {
-    await holding.end()
-  } catch (error) {
-    const failure = fromNative(error)
-    if (!(failure instanceof LostError)) throw failure
-    const lost = new LostError(
-      failure.message,
-      outcome.ok
-        ? { lossReason: failure.lossReason, result: outcome.value }
-        : { lossReason: failure.lossReason, cause: outcome.error },
-    )
-    abortLease(lease, lost)
-    throw lost
-  }
-  if (cancelled) {
-    const error = new LeaseholdError('CANCELLED', 'the hold was given up while its function ran', {
-      cause: outcome.ok ? signal?.reason : outcome.error,
-    })
-    throw outcome.ok ? Object.assign(error, { result: outcome.value }) : error
-  }
-  if (!outcome.ok) throw outcome.error
-  return outcome.value
-}
-
-module.exports = { Lock, Held, cancelled }
+module.exports = { Lock, Held }

@@ -5,7 +5,8 @@
 const native = require('./native')
 const args = require('./args')
 const { fromNative } = require('./errors')
-const { Lock, Held, cancelled } = require('./lock')
+const { Lock, Held } = require('./lock')
+const { cancelled } = require('./run')
 const { ManualLease } = require('./manual')
 const { Slots, MAX_U32 } = require('./slots')
 
@@ -56,7 +57,9 @@ class Store {
    * (1 to 65536, 1024 by default), `ttl` of the leases (1 s to 1 h, 10 s
    * by default), `tolerance` of their ceilings (at most 1 h, 1 s by
    * default), `offset` added to a slot to make its node number (0 by
-   * default), `timeout` of each call (5 s by default; TIMEOUT past it).
+   * default), `margin` before a held slot's expiry at which its holder
+   * declares it lost (a tenth of the ttl by default, below half of it),
+   * `timeout` of each call (5 s by default; TIMEOUT past it).
    * Nothing is sent to the store.
    * @param {string} name
    * @param {import('../index').SlotsOptions} [options]
@@ -69,15 +72,18 @@ class Store {
       'ttl',
       'tolerance',
       'offset',
+      'margin',
       'timeout',
     ])
     const limit = args.optionalIndex('limit', given.limit, MAX_U32)
     const ttl = args.duration('ttl', given.ttl)
     const tolerance = args.duration('tolerance', given.tolerance)
     const offset = args.optionalIndex('offset', given.offset, MAX_U32)
+    const margin = args.duration('margin', given.margin)
     const timeout = args.duration('timeout', given.timeout)
     try {
-      return new Slots(this.#native.slots(name, limit, ttl, tolerance, offset, timeout))
+      const chosen = present({ limit, ttl, tolerance, offset, margin, timeout })
+      return new Slots(this.#native.slots(name, chosen))
     } catch (error) {
       throw fromNative(error)
     }
@@ -157,6 +163,18 @@ class Store {
     }
     await this.#held.closed()
   }
+}
+
+/**
+ * The options that were given: the addon reads an absent option as the
+ * core's default (Node-API reads `null` as a value of the wrong type).
+ * @template {Record<string, unknown>} O
+ * @param {O} options
+ * @returns {{ [K in keyof O]?: Exclude<O[K], null> }}
+ */
+function present(options) {
+  const given = Object.entries(options).filter(([, value]) => value !== null)
+  return /** @type {{ [K in keyof O]?: Exclude<O[K], null> }} */ (Object.fromEntries(given))
 }
 
 /**

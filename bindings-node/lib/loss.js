@@ -1,0 +1,83 @@
+'use strict'
+// The loss of what a function holds while it runs (a key's lease, a slot),
+// as the function sees it: an AbortSignal aborted with a LostError when it
+// is lost. The signal is made when first read; a weak threadsafe function
+// of the addon tells it of a loss, so it never keeps Node alive by itself.
+// Whether and why it was lost is the core's.
+
+const { LostError } = require('./errors')
+
+/** @typedef {import('../index').LossReason} LossReason */
+
+/**
+ * What the addon tells of a held thing's loss (a NativeHolding, a NativeSlotHolding).
+ * @typedef {object} Watched
+ * @property {boolean} lost
+ * @property {string | null} lossReason
+ * @property {(onLost: (reason: string) => void) => void} watch
+ */
+
+/**
+ * The LostError a signal aborts with.
+ * @param {string} what what was lost: 'the lease', 'the slot'
+ * @param {string | null} reason
+ * @returns {LostError}
+ */
+function lostError(what, reason) {
+  return new LostError(`${what} was lost (${reason ?? 'unknown'})`, {
+    lossReason: /** @type {LossReason | null} */ (reason),
+  })
+}
+
+/** The AbortSignal of a held thing, aborted when it is lost. */
+class LossSignal {
+  /** @type {Watched} */
+  #native
+  /** @type {string} */
+  #what
+  /** @type {AbortController | null} */
+  #controller = null
+  /** Why the signal is to abort, when that was decided before it was first read. */
+  #abortWith = /** @type {{ reason: unknown } | null} */ (null)
+
+  /**
+   * @param {Watched} native
+   * @param {string} what what is held, for the LostError's message: 'the lease', 'the slot'
+   */
+  constructor(native, what) {
+    this.#native = native
+    this.#what = what
+  }
+
+  /** Aborted with a LostError when the held thing is lost, or with the reason given to `abort`. */
+  get signal() {
+    if (this.#controller === null) {
+      const controller = new AbortController()
+      this.#controller = controller
+      if (this.#abortWith !== null) {
+        controller.abort(this.#abortWith.reason)
+      } else if (this.#native.lost) {
+        controller.abort(lostError(this.#what, this.#native.lossReason))
+      } else {
+        this.#native.watch((reason) => controller.abort(lostError(this.#what, reason)))
+      }
+    }
+    return this.#controller.signal
+  }
+
+  /**
+   * Aborts the signal with `reason` (or will, when it is first read), unless it aborted already.
+   * @param {unknown} reason
+   */
+  abort(reason) {
+    if (this.#controller !== null) this.#controller.abort(reason)
+    else if (this.#abortWith === null) this.#abortWith = { reason }
+  }
+
+  /** Aborts the signal with the loss the addon knows of, if it knows of one. */
+  abortIfLost() {
+    if (this.#native.lost) this.abort(lostError(this.#what, this.#native.lossReason))
+  }
+}
+
+module.exports = { LossSignal, lostError }

@@ -1,0 +1,119 @@
+'use strict'
+// Running a JS function while something is held (a key, a slot): starting
+// the holding with an AbortSignal, running the function between the
+// addon's `begin` and `end`, and combining the two outcomes into the
+// promise `hold` returns. Waiting, renewal, loss and release are the core's.
+
+const native = require('./native')
+const { LeaseholdError, LostError, fromNative } = require('./errors')
+
+/** @typedef {import('./addon').Canceller} Canceller */
+/** @typedef {import('./loss').LossSignal} LossSignal */
+
+/**
+ * What the addon's `begin` gives: a holding to end once.
+ * @typedef {object} Ending
+ * @property {() => unknown} end releases; rejects LOST if it was lost meanwhile
+ */
+
+/**
+ * The error of a call given up by its signal: CANCELLED, with the signal's reason as cause.
+ * @param {AbortSignal} signal
+ * @param {string} [message]
+ * @returns {LeaseholdError}
+ */
+function cancelled(signal, message = 'gave up waiting for the key') {
+  return new LeaseholdError('CANCELLED', message, { cause: signal.reason })
+}
+
+/**
+ * Starts holding with `start(canceller)`, given up when `signal` aborts:
+ * rejects CANCELLED (`message`, the signal's reason as cause). A signal
+ * aborted before the call asks nothing of the store (as AbortSignal users
+ * expect); a holding that raced the give-up is ended at once (LOCK-18).
+ * @template {Ending} H
+ * @param {(canceller: Canceller | null) => H | null | PromiseLike<H | null>} start
+ * @param {AbortSignal | null} signal
+ * @param {string} message
+ * @returns {Promise<H | null>}
+ */
+async function begin(start, signal, message) {
+  if (signal?.aborted) throw cancelled(signal, message)
+  const canceller = signal === null ? null : new native.Canceller()
+  const giveUp = () => canceller?.cancel()
+  signal?.addEventListener('abort', giveUp, { once: true })
+  let holding
+  try {
+    holding = await start(canceller)
+  } catch (error) {
+    throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
+  } finally {
+    signal?.removeEventListener('abort', giveUp)
+  }
+  if (holding !== null && signal?.aborted) {
+    try {
+      await holding.end()
+    } catch {
+      // Whatever became of it, the call was given up.
+    }
+    throw cancelled(signal, message)
+  }
+  return holding
+}
+
+/**
+ * Runs `fn(view)` while `holding` holds, then ends the holding and combines
+ * the two outcomes: `fn`'s value or error; a LostError if it was lost
+ * meanwhile, even if `fn` resolved, keeping `fn`'s value as `result` or its
+ * error as `cause` (LOCK-10); CANCELLED once `fn` settled if `signal`
+ * aborted while it ran (`loss`'s signal aborts with the signal's reason
+ * at once). The holding ends on every exit path (LOCK-11).
+ * @template V, T
+ * @param {Ending} holding
+ * @param {V} view what `fn` sees: a Lease, a HeldSlot
+ * @param {LossSignal} loss the signal `view` hands out
+ * @param {(view: V) => T | PromiseLike<T>} fn
+ * @param {AbortSignal | null} signal
+ * @returns {Promise<T>}
+ */
+async function run(holding, view, loss, fn, signal) {
+  let stopped = false
+  const stop = () => {
+    stopped = true
+    loss.abort(signal?.reason)
+  }
+  signal?.addEventListener('abort', stop, { once: true })
+  /** @type {{ ok: true, value: T } | { ok: false, error: unknown }} */
+  let outcome
+  try {
+    outcome = { ok: true, value: await fn(view) }
+  } catch (error) {
+    outcome = { ok: false, error }
+  } finally {
+    signal?.removeEventListener('abort', stop)
+  }
+  try {
+    await holding.end()
+  } catch (error) {
+    const failure = fromNative(error)
+    if (!(failure instanceof LostError)) throw failure
+    const lost = new LostError(
+      failure.message,
+      outcome.ok
+        ? { lossReason: failure.lossReason, result: outcome.value }
+        : { lossReason: failure.lossReason, cause: outcome.error },
+    )
+    loss.abort(lost)
+    throw lost
+  }
+  if (stopped) {
+    const error = new LeaseholdError('CANCELLED', 'the hold was given up while its function ran', {
+      cause: outcome.ok ? signal?.reason : outcome.error,
+    })
+    throw outcome.ok ? Object.assign(error, { result: outcome.value }) : error
+  }
+  if (!outcome.ok) throw outcome.error
+  return outcome.value
+}
+
+module.exports = { begin, run, cancelled }
