@@ -35,8 +35,8 @@ export class LeaseholdError extends Error {
 }
 
 /**
- * The lease is gone (code `'LOST'`). From `hold`: the held function's own
- * error is `cause`, or its value `result` when it resolved (LOCK-10).
+ * The lease, or a held slot, is gone (code `'LOST'`). From `hold`: the held
+ * function's own error is `cause`, or its value `result` when it resolved (LOCK-10).
  */
 export class LostError extends LeaseholdError {
   constructor(
@@ -114,6 +114,8 @@ export interface SlotsOptions {
   tolerance?: Duration
   /** What a node number adds to the slot: 0 by default. */
   offset?: number
+  /** How long before a held slot's expiry its holder declares it lost (`slots.hold`): ttl/10 by default, below ttl/2. */
+  margin?: Duration
   /** How long one acquire, renew or release may take before it fails `TIMEOUT`: 5 s by default. */
   timeout?: Duration
 }
@@ -123,6 +125,18 @@ export interface SlotAcquireOptions {
   /** The slot to try after one the owner holds already, in `[0, limit)`. */
   preferred?: number
   /** Aborting it stops waiting for the store's answer (`CANCELLED`). */
+  signal?: AbortSignal
+}
+
+/** Options of `slots.hold`. */
+export interface SlotHoldOptions {
+  /** The slot to try after one the owner holds already, in `[0, limit)`. */
+  preferred?: number
+  /**
+   * Aborting it stops waiting for the store's answer (`CANCELLED`); while
+   * the function runs, it aborts `held.signal` and `hold` rejects
+   * `CANCELLED` once the function settles.
+   */
   signal?: AbortSignal
 }
 
@@ -233,6 +247,8 @@ export class Slots {
   /** Milliseconds. */
   readonly tolerance: number
   readonly offset: number
+  /** Milliseconds: how long before a held slot's expiry its holder declares it lost. */
+  readonly margin: number
   /**
    * Acquires a slot (SLOT-01): the one `owner` holds already, else
    * `preferred` if free, else the one its key held last if free, else the
@@ -247,6 +263,47 @@ export class Slots {
    * `false` when the owner or fence no longer match.
    */
   release(lease: SlotLease, lastIssued: number | bigint): Promise<boolean>
+  /**
+   * Acquires a slot as `acquire` does, runs `fn(held)` holding it (renewed
+   * in the background every ttl/3), and releases it when `fn` settles with
+   * the largest timestamp `held.issued` recorded (SLOT-05). Resolves `null`
+   * and runs nothing when every slot is held (SLOT-01). Rejects with a
+   * `LostError` if the slot was lost meanwhile, even if `fn` resolved: its
+   * value is the error's `result`, its error the `cause`.
+   */
+  hold<T>(
+    owner: Owner,
+    fn: (held: HeldSlot) => T | PromiseLike<T>,
+    options?: SlotHoldOptions,
+  ): Promise<T | null>
+}
+
+/** A slot held while a function runs, as the function sees it; times are ms on the store's clock. */
+export class HeldSlot {
+  private constructor()
+  /** In `[0, limit)`. */
+  readonly slot: number
+  /** The node number for IDs: the slot plus the namespace's offset. */
+  readonly node: number
+  /** Larger than every fence the store gave before (SLOT-08); renewals keep it. */
+  readonly fence: bigint
+  /** Issue only timestamps above this one. */
+  readonly floor: number
+  /** Issue no timestamp past this one; renewals move it on. */
+  readonly ceiling: number
+  /** The lease as last renewed. */
+  readonly lease: SlotLease
+  /** Records that timestamps up to `ms` were issued: the release hands the largest on (SLOT-05). */
+  issued(ms: number | bigint): void
+  /** The largest timestamp recorded by `issued` (0: none). */
+  readonly lastIssued: number
+  /** Whether the slot was lost; once true, stays true. */
+  readonly lost: boolean
+  readonly lossReason: LossReason | null
+  /** Milliseconds before the holder's deadline (0 once lost). */
+  readonly remaining: number
+  /** Aborted with a `LostError` when the slot is lost. */
+  readonly signal: AbortSignal
 }
 
 /** A lease on one slot, as last returned by the store; times are ms since the Unix epoch on the store's clock. */

@@ -6,7 +6,7 @@ const { Store, memory, connect } = require('./lib/store')
 const { Lock } = require('./lib/lock')
 const { Lease } = require('./lib/lease')
 const { ManualLease } = require('./lib/manual')
-const { Owner, Slots, SlotLease } = require('./lib/slots')
+const { Owner, Slots, SlotLease, HeldSlot } = require('./lib/slots')
 const { codes, LeaseholdError, LostError, isTimeout } = require('./lib/errors')
 
 module.exports = {
@@ -19,6 +19,7 @@ module.exports = {
   Owner,
   Slots,
   SlotLease,
+  HeldSlot,
   LeaseholdError,
   LostError,
   isTimeout,

@@ -8,6 +8,7 @@ import {
   memory,
   Owner,
   type ErrorCode,
+  type HeldSlot,
   type HolderInfo,
   type Lease,
   type Lock,
@@ -82,9 +83,11 @@ export async function main(url: string, token: string, ca: string): Promise<numb
     ttl: '30s',
     tolerance: 2_000,
     offset: 0,
+    margin: '3s',
     timeout: '5s',
   })
-  const limit: number = orderIds.limit + orderIds.offset + orderIds.ttl + orderIds.tolerance
+  const limit: number =
+    orderIds.limit + orderIds.offset + orderIds.ttl + orderIds.tolerance + orderIds.margin
   const owner = new Owner('order-service')
   const pinned = new Owner('order-service', 'pod-7')
   const instance: string = owner.instance + pinned.key
@@ -105,6 +108,25 @@ export async function main(url: string, token: string, ca: string): Promise<numb
     }
   } catch (error) {
     if (isTimeout(error)) console.log('the store did not answer in time; the outcome is unknown')
+  }
+  try {
+    const issuedOn: number | null = await orderIds.hold(
+      owner,
+      async (held: HeldSlot) => {
+        held.signal.throwIfAborted()
+        const ts: number = Math.max(held.floor + 1, Date.now())
+        if (ts <= held.ceiling) held.issued(ts)
+        const current: SlotLease = held.lease
+        const left: number = held.remaining
+        const why: LossReason | null = held.lossReason
+        console.log(held.slot, held.fence, current.expiresAt, left, why, held.lost, held.lastIssued)
+        return held.node
+      },
+      { preferred: 3, signal: controller.signal },
+    )
+    node += issuedOn ?? -1
+  } catch (error) {
+    if (error instanceof LostError) console.log('the slot was lost', error.result, error.cause)
   }
   await store.close()
 

@@ -20,14 +20,7 @@ export class NativeStore {
     wait: NativeDuration,
     margin: NativeDuration,
   ): NativeLock
-  slots(
-    name: string,
-    limit: number | null,
-    ttl: NativeDuration,
-    tolerance: NativeDuration,
-    offset: number | null,
-    timeout: NativeDuration,
-  ): NativeSlots
+  slots(name: string, options: NativeSlotsOptions): NativeSlots
   tryAcquire(name: string, ttl: NativeDuration): Eventually<NativeManualLease | null>
   acquire(
     name: string,
@@ -37,6 +30,16 @@ export class NativeStore {
   ): Eventually<NativeManualLease>
   holders(lock: string | null): Eventually<NativeHolderInfo[]>
   close(): Eventually<void>
+}
+
+/** An absent option is the core's default (`null` is not absent to Node-API). */
+export interface NativeSlotsOptions {
+  limit?: number
+  ttl?: number | string
+  tolerance?: number | string
+  offset?: number
+  margin?: number | string
+  timeout?: number | string
 }
 
 export interface NativeHolderInfo {
@@ -86,11 +89,17 @@ export class NativeSlots {
   readonly tolerance: number
   readonly offset: number
   readonly ttl: number
+  readonly margin: number
   acquire(
     owner: NativeOwner,
     preferred: number | null,
     cancel: Canceller | null,
   ): Eventually<NativeSlotLease | null>
+  begin(
+    owner: NativeOwner,
+    preferred: number | null,
+    cancel: Canceller | null,
+  ): Eventually<NativeSlotHolding | null>
   renew(lease: NativeSlotLease): Eventually<NativeSlotLease | null>
   release(lease: NativeSlotLease, lastIssued: bigint): Eventually<boolean>
 }
@@ -105,6 +114,22 @@ export class NativeSlotLease {
   readonly floor: number
   readonly expiresAt: number
   readonly ceiling: number
+}
+
+export class NativeSlotHolding {
+  readonly lease: NativeSlotLease
+  readonly slot: number
+  readonly node: number
+  readonly fence: bigint
+  readonly floor: number
+  readonly ceiling: number
+  readonly lastIssued: number
+  readonly lost: boolean
+  readonly lossReason: string | null
+  readonly remaining: number
+  issued(ms: bigint): void
+  watch(onLost: (reason: string) => void): void
+  end(): Eventually<void>
 }
 
 export class NativeVirtualClock {

@@ -1,20 +1,26 @@
 'use strict'
 // Slot leases (seed 002): a namespace of `limit` numbered slots, owners that
-// lease one slot at a time, and the leases with their floor and ceiling.
-// Which slot an acquire takes and what a renewal or a release changes are
-// the core's; this file checks the JS types and wraps the addon's objects.
+// lease one slot at a time, the leases with their floor and ceiling, and a
+// slot held while a function runs. Which slot an acquire takes, what a
+// renewal or a release changes, a held slot's renewal and its loss are the
+// core's; this file checks the JS types and wraps the addon's objects.
 
 const native = require('./native')
 const args = require('./args')
 const { LeaseholdError, fromNative } = require('./errors')
+const { LossSignal } = require('./loss')
+const { begin, run } = require('./run')
 
 /** @typedef {import('./addon').NativeOwner} NativeOwner */
 /** @typedef {import('./addon').NativeSlots} NativeSlots */
 /** @typedef {import('./addon').NativeSlotLease} NativeSlotLease */
+/** @typedef {import('./addon').NativeSlotHolding} NativeSlotHolding */
+/** @typedef {import('../index').LossReason} LossReason */
 
 /** @typedef {import('../index').Owner} PublicOwner */
 /** @typedef {import('../index').Slots} PublicSlots */
 /** @typedef {import('../index').SlotLease} PublicSlotLease */
+/** @typedef {import('../index').HeldSlot} PublicHeldSlot */
 
 /** The largest slot number and offset: node numbers are 32-bit. */
 const MAX_U32 = 0xffff_ffff
@@ -133,6 +139,84 @@ class SlotLease {
   }
 }
 
+/** @implements {PublicHeldSlot} */
+class HeldSlot {
+  /** @type {NativeSlotHolding} */
+  #native
+  /** @type {LossSignal} */
+  #loss
+
+  /**
+   * Made by `slots.hold`; not for callers.
+   * @param {NativeSlotHolding} native
+   * @param {LossSignal} loss
+   */
+  constructor(native, loss) {
+    this.#native = native
+    this.#loss = loss
+    /** The slot, in `[0, limit)`. */
+    this.slot = native.slot
+    /** The node number for IDs: the slot plus the namespace's offset. */
+    this.node = native.node
+    /** The fence (SLOT-08); renewals keep it. */
+    this.fence = native.fence
+  }
+
+  /** Issue only timestamps above this one (ms on the store's clock). */
+  get floor() {
+    return this.#native.floor
+  }
+
+  /** Issue no timestamp past this one (ms on the store's clock); renewals move it on. */
+  get ceiling() {
+    return this.#native.ceiling
+  }
+
+  /** The lease as last renewed. */
+  get lease() {
+    return new SlotLease(this.#native.lease)
+  }
+
+  /**
+   * Records that timestamps up to `ms` were issued: the release hands the
+   * largest recorded on as the slot's next holder's floor (SLOT-05).
+   * @param {number | bigint} ms
+   */
+  issued(ms) {
+    const last = args.millis('issued', ms)
+    try {
+      this.#native.issued(last)
+    } catch (error) {
+      throw fromNative(error)
+    }
+  }
+
+  /** The largest timestamp recorded by `issued` (ms; 0: none). */
+  get lastIssued() {
+    return this.#native.lastIssued
+  }
+
+  /** Whether the slot was lost. Once true, it stays true. */
+  get lost() {
+    return this.#native.lost
+  }
+
+  /** Why the slot was lost, once it was. */
+  get lossReason() {
+    return /** @type {LossReason | null} */ (this.#native.lossReason)
+  }
+
+  /** Milliseconds left before the holder's deadline (0 once lost). */
+  get remaining() {
+    return this.#native.remaining
+  }
+
+  /** Aborted with a LostError when the slot is lost. */
+  get signal() {
+    return this.#loss.signal
+  }
+}
+
 /** @implements {PublicSlots} */
 class Slots {
   /** @type {NativeSlots} */
@@ -171,6 +255,11 @@ class Slots {
     return this.#native.offset
   }
 
+  /** How long before a held slot's expiry its holder declares it lost, in milliseconds. */
+  get margin() {
+    return this.#native.margin
+  }
+
   /**
    * Acquires a slot for `owner` (SLOT-01): the one it holds already, else
    * `preferred` if free, else the one its key held last if free, else the
@@ -203,6 +292,39 @@ class Slots {
     } finally {
       signal?.removeEventListener('abort', giveUp)
     }
+  }
+
+  /**
+   * Acquires a slot for `owner` as `acquire` does, runs `fn(held)` holding
+   * it, renewed in the background every ttl/3, and releases it when `fn`
+   * settles with the largest timestamp `held.issued` recorded (SLOT-05).
+   * Resolves with `fn`'s value, or `null` and runs nothing when every slot
+   * is held (SLOT-01); rejects with `fn`'s error; rejects with a LostError
+   * if the slot was lost while `fn` ran (`held.signal` aborts at once),
+   * even if it resolved: `fn`'s value is its `result`, its error its
+   * `cause`. `options.signal` gives up acquiring (CANCELLED); aborted while
+   * `fn` runs, it aborts `held.signal` and `hold` rejects CANCELLED once
+   * `fn` settles.
+   * @template T
+   * @param {Owner} owner
+   * @param {(held: HeldSlot) => T | PromiseLike<T>} fn
+   * @param {import('../index').SlotAcquireOptions} [options]
+   * @returns {Promise<T | null>}
+   */
+  async hold(owner, fn, options) {
+    const who = Owner.native(owner)
+    args.func(fn)
+    const given = args.options('slot hold options', options, ['preferred', 'signal'])
+    const preferred = args.optionalIndex('preferred', given.preferred, MAX_U32)
+    const signal = args.signal(given.signal)
+    const holding = await begin(
+      (canceller) => this.#native.begin(who, preferred, canceller),
+      signal,
+      'gave up acquiring a slot',
+    )
+    if (holding === null) return null
+    const loss = new LossSignal(holding, 'the slot')
+    return run(holding, new HeldSlot(holding, loss), loss, fn, signal)
   }
 
   /**
@@ -242,4 +364,4 @@ class Slots {
   }
 }
 
-module.exports = { Owner, Slots, SlotLease, MAX_U32 }
+module.exports = { Owner, Slots, SlotLease, HeldSlot, MAX_U32 }
