@@ -1,5 +1,5 @@
 // The event loop: a process with nothing left to do exits on its own, a
-// held lease never keeps Node alive by itself, and after store.close()
+// held lease or slot never keeps Node alive by itself, and after store.close()
 // neither a held lease, a waiting call nor the open store does. Each case is
 // a child process (test/fixtures) on the embedded store and a server store;
 // it must exit 0 by itself, well before its time limit.
@@ -47,7 +47,7 @@ test('a process with nothing left to do exits on its own (stores never closed)',
   assert.ok(ms < 10_000, `took ${ms} ms`)
 })
 
-test('LOCK-09 a held lease, watched through lease.signal, does not keep Node alive', async () => {
+test('LOCK-09 a held lease or slot, watched through its signal, does not keep Node alive', async () => {
   const { out, ms } = await runFixture('held.cjs')
   assert.equal(out.trim(), 'holding')
   assert.ok(ms < 10_000, `took ${ms} ms`)
