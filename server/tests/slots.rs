@@ -9,12 +9,8 @@ use std::time::Duration;
 use leasehold::remote::ConnectOptions;
 use leasehold::slots::{AcquireResult, Owner, Slots};
 use leasehold::{ErrorKind, Store};
-use support::server::{send_signal, ServerProcess};
+use support::server::{freeze, thaw, ServerProcess};
 use support::{connect, data_dir, S};
-
-/// The signal numbers on Linux.
-const SIGSTOP: i32 = 19;
-const SIGCONT: i32 = 18;
 
 fn slots(store: &Store, limit: u32) -> Slots {
     store
@@ -85,9 +81,9 @@ async fn slot_07_a_frozen_server_times_out() {
     let store = connect(&server.url()).await;
     let ids = slots(&store, 8);
     let me = owner("svc");
-    send_signal(server.pid(), SIGSTOP);
+    freeze(server.pid());
     let frozen = ids.acquire(&me, None).await;
-    send_signal(server.pid(), SIGCONT);
+    thaw(server.pid());
     let err = frozen.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
     assert!(err.kind().is_timeout());
@@ -159,10 +155,10 @@ async fn a_held_slot_on_a_frozen_server_is_lost_at_the_deadline() {
     let held = holding.held().clone();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(!held.lost(), "renewals kept it: {:?}", held.loss_reason());
-    send_signal(server.pid(), SIGSTOP);
+    freeze(server.pid());
     let started = std::time::Instant::now();
     let lost = tokio::time::timeout(S(5), held.lost_signal()).await;
-    send_signal(server.pid(), SIGCONT);
+    thaw(server.pid());
     lost.expect("the held slot was lost");
     assert!(started.elapsed() < S(2), "{:?}", started.elapsed());
     assert_eq!(held.loss_reason(), Some(leasehold::LossReason::Expired));

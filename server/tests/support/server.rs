@@ -81,6 +81,36 @@ impl ServerProcess {
     }
 }
 
+/// Stops process `pid` with SIGSTOP and waits until it is stopped: the
+/// signal takes effect a little after kill(1) returns, and a request sent
+/// meanwhile would still be answered.
+pub fn freeze(pid: u32) {
+    send_signal(pid, 19);
+    let stat = format!("/proc/{pid}/stat");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let text = std::fs::read_to_string(&stat).expect("read /proc/PID/stat");
+        // The state follows the parenthesised command name.
+        let state = text
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next());
+        if state == Some("T") {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "process {pid} did not stop: {text}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Resumes a process stopped by [`freeze`].
+pub fn thaw(pid: u32) {
+    send_signal(pid, 18);
+}
+
 /// Sends `signal` to process `pid` with kill(1).
 pub fn send_signal(pid: u32, signal: i32) {
     let status = Command::new("kill")
