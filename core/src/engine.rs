@@ -304,11 +304,20 @@ impl Holding {
     where
         E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        match (self.end().await, outcome) {
-            (Ok(()), outcome) => outcome,
-            (Err(lost), Ok(_)) => Err(E::from(lost)),
-            (Err(lost), Err(own)) => Err(E::from(lost.with_source(own))),
-        }
+        combine(self.end().await, outcome)
+    }
+}
+
+/// A held function's outcome after its holding ended as `ended`: a loss
+/// wins, with the function's own error as its cause (LOCK-10).
+pub(crate) fn combine<T, E>(ended: Result<()>, outcome: Result<T, E>) -> Result<T, E>
+where
+    E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match (ended, outcome) {
+        (Ok(()), outcome) => outcome,
+        (Err(lost), Ok(_)) => Err(E::from(lost)),
+        (Err(lost), Err(own)) => Err(E::from(lost.with_source(own))),
     }
 }
 
@@ -376,7 +385,7 @@ impl Deadlines {
 }
 
 /// How long to wait before trying a failed renewal again.
-fn retry_after(ttl: Duration) -> Duration {
+pub(crate) fn retry_after(ttl: Duration) -> Duration {
     (ttl / 20).max(Duration::from_millis(50))
 }
 

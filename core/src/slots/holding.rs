@@ -14,6 +14,7 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::{SlotLease, Slots};
 use crate::clock::{Clock, Instant};
+use crate::engine::{combine, retry_after};
 use crate::error::{Error, Result};
 use crate::loss::LossReason;
 
@@ -192,11 +193,7 @@ impl SlotHolding {
     where
         E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        match (self.end().await, outcome) {
-            (Ok(()), outcome) => outcome,
-            (Err(lost), Ok(_)) => Err(E::from(lost)),
-            (Err(lost), Err(own)) => Err(E::from(lost.with_source(own))),
-        }
+        combine(self.end().await, outcome)
     }
 }
 
@@ -212,11 +209,6 @@ impl Drop for SlotHolding {
             });
         }
     }
-}
-
-/// How long to wait before trying a failed renewal again.
-fn retry_after(ttl: Duration) -> Duration {
-    (ttl / 20).max(Duration::from_millis(50))
 }
 
 /// Renews the held slot every ttl/3 until the holder is done, retrying a
