@@ -1,7 +1,8 @@
 //! Stores: where leases come from.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
@@ -20,8 +21,14 @@ use crate::runtime;
 use crate::slots::SlotsBuilder;
 use crate::table::{HoldRequest, KeyName};
 
+/// What runs when the store closes: a held slot records its loss.
+pub(crate) type OnClose = Arc<dyn Fn() + Send + Sync>;
+
 pub(crate) struct StoreInner {
     pub(crate) driver: Arc<dyn Driver>,
+    /// The live hooks to run at close, by id; each one's owner keeps it alive.
+    on_close: Mutex<HashMap<u64, Weak<dyn Fn() + Send + Sync>>>,
+    next_hook: AtomicU64,
     /// The process that opened the store: a child after `fork()` may not use it.
     pid: u32,
     memory: Option<Arc<MemoryDriver>>,
@@ -30,6 +37,23 @@ pub(crate) struct StoreInner {
 }
 
 impl StoreInner {
+    /// Runs `hook` when the store closes, unless [`StoreInner::forget_close`]
+    /// or the hook's owner dropping it comes first.
+    pub(crate) fn on_close(&self, hook: &OnClose) -> u64 {
+        let id = self.next_hook.fetch_add(1, Ordering::Relaxed);
+        self.hooks().insert(id, Arc::downgrade(hook));
+        id
+    }
+
+    /// Forgets the hook registered as `id`.
+    pub(crate) fn forget_close(&self, id: u64) {
+        self.hooks().remove(&id);
+    }
+
+    fn hooks(&self) -> MutexGuard<'_, HashMap<u64, Weak<dyn Fn() + Send + Sync>>> {
+        self.on_close.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub(crate) fn check_open(&self) -> Result<()> {
         if self.pid != std::process::id() {
             return Err(Error::new(
@@ -119,6 +143,8 @@ impl Store {
         Store {
             inner: Arc::new(StoreInner {
                 driver,
+                on_close: Mutex::new(HashMap::new()),
+                next_hook: AtomicU64::new(0),
                 pid: std::process::id(),
                 memory: None,
                 runtime,
@@ -203,7 +229,8 @@ impl Store {
         }))
     }
 
-    /// Closes the store: every lease it gave ends, every waiting call fails `Closed`.
+    /// Closes the store: every lease it gave ends (held keys and slots are
+    /// lost, `Closed`, by the time it returns), every waiting call fails `Closed`.
     /// In a child process after `fork()` it does nothing (the store is the parent's).
     pub async fn close(&self) {
         if self.inner.pid != std::process::id() {
@@ -211,5 +238,9 @@ impl Store {
         }
         self.inner.closed.store(true, Ordering::Release);
         self.inner.driver.close().await;
+        let hooks: Vec<_> = self.inner.hooks().drain().map(|(_, h)| h).collect();
+        for hook in hooks.iter().filter_map(Weak::upgrade) {
+            hook();
+        }
     }
 }

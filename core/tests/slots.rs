@@ -223,3 +223,24 @@ async fn a_dropped_slot_holding_releases() {
     let b = ids.acquire(&Owner::new("b").unwrap(), None).await.unwrap();
     assert!(matches!(b, AcquireResult::Leased(_)));
 }
+
+// A held slot is lost (`Closed`) by the time its store's close returns, as a held key is.
+#[tokio::test]
+async fn a_held_slot_is_lost_when_the_store_closes() {
+    let (_, store) = store();
+    let ids = store.slots("ids").open().unwrap();
+    let holding = ids
+        .begin(&Owner::new("a").unwrap(), None)
+        .await
+        .unwrap()
+        .unwrap();
+    let ended = ids
+        .begin(&Owner::new("b").unwrap(), None)
+        .await
+        .unwrap()
+        .unwrap();
+    ended.end().await.unwrap();
+    store.close().await;
+    assert_eq!(holding.held().loss_reason(), Some(LossReason::Closed));
+    assert_eq!(holding.end().await.unwrap_err().kind(), ErrorKind::Lost);
+}

@@ -17,6 +17,7 @@ use crate::clock::{Clock, Instant};
 use crate::engine::{combine, retry_after};
 use crate::error::{Error, Result};
 use crate::loss::LossReason;
+use crate::store::OnClose;
 
 #[derive(Debug)]
 struct Shared {
@@ -126,12 +127,23 @@ impl HeldSlot {
 /// A slot held until [`SlotHolding::end`] or drop, renewed meanwhile: the
 /// building block of [`Slots::hold_async`] for callers (bindings) whose
 /// work is not a Rust closure.
-#[derive(Debug)]
 pub struct SlotHolding {
     held: HeldSlot,
     slots: Slots,
     done: CancellationToken,
     ended: bool,
+    /// Marks the slot lost when the store closes; registered under `close_id`.
+    _on_close: OnClose,
+    close_id: u64,
+}
+
+impl std::fmt::Debug for SlotHolding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotHolding")
+            .field("held", &self.held)
+            .field("ended", &self.ended)
+            .finish()
+    }
 }
 
 impl SlotHolding {
@@ -147,6 +159,11 @@ impl SlotHolding {
             clock,
         });
         let done = CancellationToken::new();
+        let on_close: OnClose = {
+            let shared = shared.clone();
+            Arc::new(move || shared.mark_lost(LossReason::Closed))
+        };
+        let close_id = slots.store().inner().on_close(&on_close);
         let held = HeldSlot { shared };
         slots.store().inner().runtime.spawn(keep(
             slots.clone(),
@@ -159,6 +176,8 @@ impl SlotHolding {
             slots,
             done,
             ended: false,
+            _on_close: on_close,
+            close_id,
         }
     }
 
@@ -176,6 +195,7 @@ impl SlotHolding {
     pub async fn end(mut self) -> Result<()> {
         self.ended = true;
         self.done.cancel();
+        self.slots.store().inner().forget_close(self.close_id);
         let lease = self.held.lease();
         if let Ok(false) = self.slots.release(&lease, self.held.last_issued()).await {
             self.held.shared.mark_lost(LossReason::Unknown);
@@ -201,6 +221,7 @@ impl Drop for SlotHolding {
     fn drop(&mut self) {
         if !self.ended {
             self.done.cancel();
+            self.slots.store().inner().forget_close(self.close_id);
             let slots = self.slots.clone();
             let lease = self.held.lease();
             let issued = self.held.last_issued();
@@ -222,6 +243,7 @@ async fn keep(slots: Slots, held: HeldSlot, done: CancellationToken, mut last_se
         tokio::select! {
             biased;
             _ = done.cancelled() => return,
+            _ = held.shared.lost.cancelled() => return,
             _ = clock.sleep_until(deadline) => return held.shared.mark_lost(LossReason::Expired),
             _ = clock.sleep_until(next) => {
                 let sent = clock.now();
