@@ -54,20 +54,4 @@ class Lease {
   }
 }
 
-/**
- * Once the store ended a held lease (its store was closed), aborts its
- * signal with the loss, without waiting for the weak watcher: a caller
- * that awaits `store.close()` finds every lease of the store lost and told.
- * @param {LossSignal} loss
- * @param {NativeHolding} native
- * @returns {Promise<void>}
- */
-async function deliverLoss(loss, native) {
-  const until = Date.now() + 1_000
-  while (!native.lost && Date.now() < until) {
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-  loss.abortIfLost()
-}
-
-module.exports = { Lease, deliverLoss }
+module.exports = { Lease }

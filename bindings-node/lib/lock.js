@@ -5,53 +5,26 @@
 
 const args = require('./args')
 const { fromNative } = require('./errors')
-const { Lease, deliverLoss } = require('./lease')
+const { Lease } = require('./lease')
 const { LossSignal } = require('./loss')
-const { begin, run } = require('./run')
+const { begin } = require('./run')
 
 /** @typedef {import('./addon').NativeLock} NativeLock */
 /** @typedef {import('./addon').NativeHolding} NativeHolding */
 
 /** @typedef {import('../index').Lock} PublicLock */
 
-/**
- * The keys a store's locks hold while their functions run, so that closing
- * the store can tell each function of its loss before `close()` resolves.
- */
-class Held {
-  /** @type {Map<LossSignal, NativeHolding>} */
-  #leases = new Map()
-
-  /**
-   * @param {LossSignal} loss
-   * @param {NativeHolding} holding
-   */
-  add(loss, holding) {
-    this.#leases.set(loss, holding)
-  }
-
-  /** @param {LossSignal} loss */
-  delete(loss) {
-    this.#leases.delete(loss)
-  }
-
-  /** Tells every function still running that its lease ended with the store. */
-  async closed() {
-    await Promise.all([...this.#leases].map(([loss, holding]) => deliverLoss(loss, holding)))
-  }
-}
-
 /** @implements {PublicLock} */
 class Lock {
   /** @type {NativeLock} */
   #native
-  /** @type {Held} */
+  /** @type {import('./run').Held} */
   #held
 
   /**
    * Made by `store.lock`; not for callers.
    * @param {NativeLock} native
-   * @param {Held} held the store's held keys
+   * @param {import('./run').Held} held what the store's functions hold
    */
   constructor(native, held) {
     this.#native = native
@@ -107,7 +80,7 @@ class Lock {
       signal,
       'gave up waiting for the key',
     )
-    return holdKey(/** @type {NativeHolding} */ (holding), fn, signal, this.#held)
+    return this.#holdKey(/** @type {NativeHolding} */ (holding), fn, signal)
   }
 
   /**
@@ -127,28 +100,22 @@ class Lock {
     } catch (error) {
       throw fromNative(error)
     }
-    return holding === null ? null : holdKey(holding, fn, null, this.#held)
+    return holding === null ? null : this.#holdKey(holding, fn, null)
+  }
+
+  /**
+   * Runs `fn` while `holding` holds its key (lib/run.js), told of the key's
+   * loss when its store closes meanwhile.
+   * @template T
+   * @param {NativeHolding} holding
+   * @param {(lease: Lease) => T | PromiseLike<T>} fn
+   * @param {AbortSignal | null} signal
+   * @returns {Promise<T>}
+   */
+  #holdKey(holding, fn, signal) {
+    const loss = new LossSignal(holding, 'the lease')
+    return this.#held.run(holding, new Lease(holding, loss), loss, fn, signal)
   }
 }
 
-/**
- * Runs `fn` while `holding` holds its key (lib/run.js), telling it of the
- * key's loss when its store closes meanwhile.
- * @template T
- * @param {NativeHolding} holding
- * @param {(lease: Lease) => T | PromiseLike<T>} fn
- * @param {AbortSignal | null} signal
- * @param {Held} held
- * @returns {Promise<T>}
- */
-async function holdKey(holding, fn, signal, held) {
-  const loss = new LossSignal(holding, 'the lease')
-  held.add(loss, holding)
-  try {
-    return await run(holding, new Lease(holding, loss), loss, fn, signal)
-  } finally {
-    held.delete(loss)
-  }
-}
-
-module.exports = { Lock, Held }
+module.exports = { Lock }

@@ -116,4 +116,38 @@ async function run(holding, view, loss, fn, signal) {
   return outcome.value
 }
 
-module.exports = { begin, run, cancelled }
+/**
+ * What a store's functions hold while they run (keys, slots), so that
+ * closing the store can tell each function of its loss before `close()`
+ * resolves: the core marks them lost before its close returns.
+ */
+class Held {
+  /** @type {Set<LossSignal>} */
+  #losses = new Set()
+
+  /**
+   * `run` (above), with `loss` told of the store's close meanwhile.
+   * @template V, T
+   * @param {Ending} holding
+   * @param {V} view
+   * @param {LossSignal} loss
+   * @param {(view: V) => T | PromiseLike<T>} fn
+   * @param {AbortSignal | null} signal
+   * @returns {Promise<T>}
+   */
+  async run(holding, view, loss, fn, signal) {
+    this.#losses.add(loss)
+    try {
+      return await run(holding, view, loss, fn, signal)
+    } finally {
+      this.#losses.delete(loss)
+    }
+  }
+
+  /** Aborts the signal of every function still running whose holding the closed store ended. */
+  closed() {
+    for (const loss of this.#losses) loss.abortIfLost()
+  }
+}
+
+module.exports = { begin, run, cancelled, Held }

@@ -9,7 +9,7 @@ const native = require('./native')
 const args = require('./args')
 const { LeaseholdError, fromNative } = require('./errors')
 const { LossSignal } = require('./loss')
-const { begin, run } = require('./run')
+const { begin } = require('./run')
 
 /** @typedef {import('./addon').NativeOwner} NativeOwner */
 /** @typedef {import('./addon').NativeSlots} NativeSlots */
@@ -221,13 +221,17 @@ class HeldSlot {
 class Slots {
   /** @type {NativeSlots} */
   #native
+  /** @type {import('./run').Held} */
+  #held
 
   /**
    * Made by `store.slots`; not for callers.
    * @param {NativeSlots} native
+   * @param {import('./run').Held} held what the store's functions hold
    */
-  constructor(native) {
+  constructor(native, held) {
     this.#native = native
+    this.#held = held
   }
 
   /** The namespace's name. */
@@ -324,7 +328,7 @@ class Slots {
     )
     if (holding === null) return null
     const loss = new LossSignal(holding, 'the slot')
-    return run(holding, new HeldSlot(holding, loss), loss, fn, signal)
+    return this.#held.run(holding, new HeldSlot(holding, loss), loss, fn, signal)
   }
 
   /**

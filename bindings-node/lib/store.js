@@ -5,7 +5,8 @@
 const native = require('./native')
 const args = require('./args')
 const { fromNative } = require('./errors')
-const { Lock, Held } = require('./lock')
+const { Lock } = require('./lock')
+const { Held } = require('./run')
 const { cancelled } = require('./run')
 const { ManualLease } = require('./manual')
 const { Slots, MAX_U32 } = require('./slots')
@@ -83,7 +84,7 @@ class Store {
     const timeout = args.duration('timeout', given.timeout)
     try {
       const chosen = present({ limit, ttl, tolerance, offset, margin, timeout })
-      return new Slots(this.#native.slots(name, chosen))
+      return new Slots(this.#native.slots(name, chosen), this.#held)
     } catch (error) {
       throw fromNative(error)
     }
@@ -161,7 +162,7 @@ class Store {
     } catch (error) {
       throw fromNative(error)
     }
-    await this.#held.closed()
+    this.#held.closed()
   }
 }
 

@@ -258,7 +258,7 @@ describe('slots.hold on the server store', () => {
       const slots = store.slots('server-frozen', { limit: 1, ttl: '1s', timeout: '5s' })
       const holding = slots.hold(new Owner('frozen'), async (held) => {
         const signal = held.signal
-        process.kill(server.pid, 'SIGSTOP')
+        await server.freeze()
         frozen = true
         const started = Date.now()
         assertLost(await aborted(signal), 'expired')
@@ -266,7 +266,7 @@ describe('slots.hold on the server store', () => {
         assert.ok(took < 1_500, `lost after ${took} ms, past the ttl`)
         assert.equal(held.lost, true)
         assert.equal(held.remaining, 0)
-        process.kill(server.pid, 'SIGCONT')
+        server.thaw()
         frozen = false
         return 'finished anyway'
       })
@@ -276,9 +276,29 @@ describe('slots.hold on the server store', () => {
         return true
       })
     } finally {
-      if (frozen) process.kill(server.pid, 'SIGCONT')
+      if (frozen) server.thaw()
       await store.close()
     }
+  })
+})
+
+describe('slots.hold and the store closing', () => {
+  // A held slot ends with its store, as a held key does (LOCK-19): its
+  // signal has aborted, LOST (closed), by the time close resolves.
+  test('closing the store loses a held slot before close resolves', async () => {
+    const store = memory()
+    const slots = store.slots('closing', { limit: 1 })
+    const holding = slots.hold(new Owner('a'), async (held) => {
+      await store.close()
+      assert.equal(held.signal.aborted, true)
+      assertLost(held.signal.reason, 'closed')
+      return held.lossReason
+    })
+    await assert.rejects(holding, (e) => {
+      assertLost(e, 'closed')
+      assert.equal(/** @type {LostError} */ (e).result, 'closed')
+      return true
+    })
   })
 })
 

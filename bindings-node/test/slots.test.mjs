@@ -330,19 +330,19 @@ describe('SLOT-07 timeouts of a frozen server store', () => {
     store = await connect(server.url)
   })
   after(async () => {
-    if (frozen) process.kill(server.pid, 'SIGCONT')
+    if (frozen) server.thaw()
     await store?.close()
     await server.stop()
   })
 
   /** Freezes the server, runs `body`, and thaws it whatever happens. */
   async function whileFrozen(/** @type {() => Promise<void>} */ body) {
-    process.kill(server.pid, 'SIGSTOP')
+    await server.freeze()
     frozen = true
     try {
       await body()
     } finally {
-      process.kill(server.pid, 'SIGCONT')
+      server.thaw()
       frozen = false
     }
   }

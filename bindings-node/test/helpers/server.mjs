@@ -3,6 +3,7 @@
 
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -58,8 +59,25 @@ export async function startServer(options = {}) {
   return {
     url: `${scheme}://${address}`,
     address,
-    /** The server's process id, to freeze it (SIGSTOP) and thaw it (SIGCONT). */
+    /** The server's process id. */
     pid: /** @type {number} */ (child.pid),
+    /**
+     * Freezes the server (SIGSTOP) and waits until it is stopped: the
+     * signal takes effect a little after kill returns, and a request sent
+     * meanwhile would still be answered.
+     */
+    async freeze() {
+      child.kill('SIGSTOP')
+      const until = Date.now() + 5_000
+      while (processState(/** @type {number} */ (child.pid)) !== 'T') {
+        if (Date.now() > until) throw new Error(`the server ${child.pid} did not stop`)
+        await new Promise((resolve) => setTimeout(resolve, 1))
+      }
+    },
+    /** Thaws a frozen server (SIGCONT). */
+    thaw() {
+      child.kill('SIGCONT')
+    },
     /** Stops the server (SIGTERM, then SIGKILL) and removes its data directory. */
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
@@ -72,6 +90,18 @@ export async function startServer(options = {}) {
       await rm(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The state letter of process `pid` in /proc (`T`: stopped).
+ * @param {number} pid
+ */
+function processState(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  return stat
+    .slice(stat.lastIndexOf(')') + 1)
+    .trim()
+    .split(' ')[0]
 }
 
 /**
