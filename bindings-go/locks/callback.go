@@ -8,8 +8,8 @@ import (
 )
 
 // leaseholdLost is the lh_lost_fn of every hold: the library calls it,
-// from one of its own threads, once when a held lease is lost, with the
-// cgo.Handle of the hold's lossWatch (C never holds a Go pointer).
+// from one of its own threads, once when a held lease or slot is lost, with
+// the cgo.Handle of the hold's lossWatch (C never holds a Go pointer).
 //
 //export leaseholdLost
 func leaseholdLost(user C.uint64_t, reason C.lh_loss_reason) {
@@ -18,5 +18,5 @@ func leaseholdLost(user C.uint64_t, reason C.lh_loss_reason) {
 		return
 	}
 	r := reasonOf(reason)
-	w.cancel(&Error{Code: CodeLost, Message: "the lease was lost (" + string(r) + ")", Reason: r})
+	w.cancel(&Error{Code: CodeLost, Message: "the " + w.what + " was lost (" + string(r) + ")", Reason: r})
 }

@@ -1,16 +1,11 @@
 package locks
 
-/*
-#include "leasehold.h"
-
-extern void leaseholdLost(uint64_t user, lh_loss_reason reason);
-*/
+// #include "leasehold.h"
 import "C"
 
 import (
 	"context"
 	"runtime"
-	"runtime/cgo"
 )
 
 // Lock is a named family of keys with its options. Safe for concurrent use.
@@ -133,46 +128,13 @@ func (l *Lock) TryHold(ctx context.Context, key string, fn HeldFunc) (bool, erro
 	return true, l.run(ctx, key, h, uint64(fence), fn)
 }
 
-// lossWatch is what the C library calls back, through a cgo.Handle, when
-// the lease is lost: it cancels the held function's ctx.
-type lossWatch struct {
-	cancel context.CancelCauseFunc
-}
-
 // run runs fn holding h, and ends the hold however fn ends.
-func (l *Lock) run(ctx context.Context, key string, h C.lh_holding, fence uint64, fn HeldFunc) (err error) {
-	fnCtx, cancel := context.WithCancelCause(ctx)
+func (l *Lock) run(ctx context.Context, key string, h C.lh_holding, fence uint64, fn HeldFunc) error {
+	// The lock, and so its store, stay alive (no finalizer closes them) until the hold ended.
+	defer runtime.KeepAlive(l)
 	lease := &Lease{Fence: fence, Name: key, held: &heldLease{h: h}}
-	handle := cgo.NewHandle(&lossWatch{cancel: cancel})
-	returned := false
-	var fnErr error
-	defer func() {
-		endErr := lease.held.end()
-		// The lock, and so its store, stay alive (no finalizer closes them) until the hold ended.
-		runtime.KeepAlive(l)
-		handle.Delete()
-		cancel(nil)
-		if returned {
-			err = combine(fnErr, endErr)
-		}
-	}()
-	if err := takeError(C.lh_holding_on_lost(h, C.lh_lost_fn(C.leaseholdLost), C.uint64_t(handle))); err != nil {
-		returned = true
-		return err
+	watch := func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
+		return C.lh_holding_on_lost(h, callback, user)
 	}
-	fnErr = fn(fnCtx, lease)
-	returned = true
-	return nil
-}
-
-// combine is what Hold answers: fn's error, unless the lease was lost,
-// then ErrLost with fn's error as its cause (LOCK-10). A release that
-// failed otherwise does not fail the hold (the lease runs out at the store).
-func combine(fnErr, endErr error) error {
-	e, ok := endErr.(*Error)
-	if !ok || e.Code != CodeLost {
-		return fnErr
-	}
-	e.cause = fnErr
-	return e
+	return runHeld(ctx, "lease", watch, lease.held.end, func(ctx context.Context) error { return fn(ctx, lease) })
 }

@@ -7,8 +7,9 @@ import (
 
 // Option sets an option of OpenLock (TTL, MaxHold, Wait, Margin), of a
 // call that waits (Wait), of Connect (Token, CA), of Store.Slots (Limit,
-// TTL, Tolerance, Offset, Timeout) or of Slots.Acquire (Preferred). A call
-// given an option it does not take fails ErrInvalidArgument.
+// TTL, Tolerance, Offset, Timeout, Margin) or of Slots.Acquire and
+// Slots.Hold (Preferred). A call given an option it does not take fails
+// ErrInvalidArgument.
 type Option struct {
 	name  string
 	apply func(*settings)
@@ -42,7 +43,8 @@ func Wait(d time.Duration) Option {
 }
 
 // Margin: how long before the store's expiry the holder declares its lease
-// lost (LOCK-04); a tenth of the TTL by default, below half the TTL.
+// lost (LOCK-04); for Store.Slots, how long before a held slot's expiry
+// Slots.Hold declares it lost. A tenth of the TTL by default, below half the TTL.
 func Margin(d time.Duration) Option {
 	return Option{"Margin", func(s *settings) { s.margin = &d }}
 }
@@ -100,8 +102,8 @@ func Timeout(d time.Duration) Option {
 	return Option{"Timeout", func(s *settings) { s.timeout = &d }}
 }
 
-// Preferred: the slot Slots.Acquire tries after one the owner holds
-// already; it must lie in [0, limit).
+// Preferred: the slot Slots.Acquire (and Slots.Hold) tries after one the
+// owner holds already; it must lie in [0, limit).
 func Preferred(slot uint32) Option {
 	return Option{"Preferred", func(s *settings) { s.preferred = &slot }}
 }

@@ -63,13 +63,14 @@ type Slots struct {
 }
 
 // Slots opens the slot namespace name with the options Limit, TTL,
-// Tolerance, Offset and Timeout. Nothing is sent to the store; bad options
-// fail at once (ErrEmptyName, ErrInvalidArgument for a limit outside 1 to
-// 65536 or an offset that overflows, ErrInvalidTTL for a duration out of
-// range). A namespace first used with another limit, tolerance or offset
+// Tolerance, Offset, Timeout and Margin (for Slots.Hold). Nothing is sent
+// to the store; bad options fail at once (ErrEmptyName, ErrInvalidArgument
+// for a limit outside 1 to 65536 or an offset that overflows,
+// ErrInvalidTTL for a duration out of range, or a margin not below half
+// the TTL). A namespace first used with another limit, tolerance or offset
 // fails ErrNamespaceMismatch at the first Acquire (SLOT-02).
 func (s *Store) Slots(name string, opts ...Option) (*Slots, error) {
-	o, err := collect("Store.Slots", opts, "Limit", "TTL", "Tolerance", "Offset", "Timeout")
+	o, err := collect("Store.Slots", opts, "Limit", "TTL", "Tolerance", "Offset", "Timeout", "Margin")
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +89,9 @@ func (s *Store) Slots(name string, opts ...Option) (*Slots, error) {
 	}
 	if o.timeout != nil {
 		co.has_timeout, co.timeout_ns = true, nanos(*o.timeout)
+	}
+	if o.margin != nil {
+		co.has_margin, co.margin_ns = true, nanos(*o.margin)
 	}
 	var h C.lh_slots
 	n, nn := cstr(name)

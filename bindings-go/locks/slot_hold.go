@@ -1,0 +1,186 @@
+package locks
+
+// #include "leasehold.h"
+import "C"
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// HeldSlotFunc is the function Slots.Hold runs while it holds a slot. Its
+// ctx is cancelled with cause ErrLost (errors.Is(context.Cause(ctx),
+// ErrLost)) when the slot is lost.
+type HeldSlotFunc func(ctx context.Context, held *HeldSlot) error
+
+// Hold acquires a slot for owner as Acquire does (SLOT-01; the option
+// Preferred) and runs fn holding it: the core renews the slot every TTL/3
+// while fn runs, and releases it when fn returns, fails or panics, handing
+// the largest timestamp fn recorded with held.Issued to the slot's next
+// holder as its floor (SLOT-05). When every slot is held it answers
+// (false, nil) and fn does not run.
+//
+// The slot is lost when a renewal answers nothing (another owner has it)
+// or none is confirmed by the holder's deadline (the send time of the last
+// confirmed call + TTL − Margin): fn's ctx is cancelled with cause ErrLost,
+// and Hold fails ErrLost even if fn succeeded, fn's own error staying
+// reachable with errors.Is / errors.As (as Lock.Hold does, LOCK-09,
+// LOCK-10). Acquiring fails ErrTimeout past the namespace's Timeout, and
+// ErrCancelled when ctx ends first (then fn does not run).
+func (s *Slots) Hold(ctx context.Context, owner Owner, fn HeldSlotFunc, opts ...Option) (bool, error) {
+	// The namespace, and so its store, stay alive (no finalizer closes them) until the hold ended.
+	defer runtime.KeepAlive(s)
+	if fn == nil {
+		return false, newError(CodeInvalidArgument, "Slots.Hold: a nil function")
+	}
+	o, err := collect("Slots.Hold", opts, "Preferred")
+	if err != nil {
+		return false, err
+	}
+	hasPreferred, preferred := C.bool(o.preferred != nil), C.uint32_t(0)
+	if o.preferred != nil {
+		preferred = C.uint32_t(*o.preferred)
+	}
+	var h C.lh_slot_holding
+	var held C.bool
+	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+		k, kn := cstr(owner.key)
+		i, in := cstr(owner.instance)
+		return C.lh_slots_begin(s.h, k, kn, i, in, hasPreferred, preferred, c, &h, &held)
+	})
+	runtime.KeepAlive(owner)
+	if err != nil || !bool(held) {
+		return false, err
+	}
+	slot := &HeldSlot{h: h, namespace: s.name, owner: owner}
+	watch := func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
+		return C.lh_slot_holding_on_lost(h, callback, user)
+	}
+	return true, runHeld(ctx, "slot", watch, slot.end, func(ctx context.Context) error { return fn(ctx, slot) })
+}
+
+// HeldSlot is a slot held by Slots.Hold, as its function sees it: the
+// lease as last renewed (the fence stays; the expiry and the ceiling move
+// on), and the timestamps issued under it. Times are milliseconds since
+// the Unix epoch on the store's clock. Safe for concurrent use; once Hold
+// returned, it tells the slot as it was at the end.
+type HeldSlot struct {
+	mu        sync.Mutex
+	h         C.lh_slot_holding
+	namespace string
+	owner     Owner
+	ended     bool
+	last      C.lh_held_slot_info
+	lease     *SlotLease // the last lease handed out, kept while the store's lease is the same
+}
+
+// refresh reads what the held slot is like now; s.mu is held.
+func (s *HeldSlot) refresh() {
+	if s.ended {
+		return
+	}
+	var info C.lh_held_slot_info
+	if takeError(C.lh_slot_holding_info(s.h, &info)) == nil {
+		s.last = info
+	}
+}
+
+// current is the held slot's state now (after the end: at the end).
+func (s *HeldSlot) current() C.lh_held_slot_info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refresh()
+	return s.last
+}
+
+// renewedLease makes a new *SlotLease when the store's lease changed since
+// the last one handed out; s.mu is held and s.last fresh.
+func (s *HeldSlot) renewedLease() {
+	if s.ended || (s.lease != nil && s.lease.info == s.last.lease) {
+		return
+	}
+	var h C.lh_slot_lease
+	if takeError(C.lh_slot_holding_lease(s.h, &h)) == nil {
+		s.lease = newSlotLease(h, s.namespace, s.owner)
+	}
+}
+
+// end stops the renewals and releases the slot with the largest timestamp
+// issued, once. After it, the held slot is as it was at the end: lost if it
+// was lost while held, no time left.
+func (s *HeldSlot) end() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refresh()
+	s.renewedLease()
+	s.ended = true
+	err := takeError(C.lh_slot_holding_end(s.h))
+	s.last.remaining_ns = 0
+	if e, ok := err.(*Error); ok && e.Code == CodeLost {
+		s.last.lost = true
+		s.last.reason = C.LH_REASON_UNKNOWN
+		if r, ok := reasonCodes[e.Reason]; ok {
+			s.last.reason = r
+		}
+	}
+	return err
+}
+
+// Lease is the slot's lease as last renewed (its Renew and Release work as
+// for a lease from Acquire; Hold releases it at the end).
+func (s *HeldSlot) Lease() *SlotLease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refresh()
+	s.renewedLease()
+	return s.lease
+}
+
+// Namespace is the slot namespace's name.
+func (s *HeldSlot) Namespace() string { return s.namespace }
+
+// Owner is the owner the slot is held for.
+func (s *HeldSlot) Owner() Owner { return s.owner }
+
+// Slot is the slot, in [0, limit).
+func (s *HeldSlot) Slot() uint32 { return uint32(s.current().lease.slot) }
+
+// Node is the node number for IDs: the slot plus the namespace's Offset.
+func (s *HeldSlot) Node() uint32 { return uint32(s.current().lease.node) }
+
+// Fence is larger than every fence the store gave before (SLOT-08); renewals keep it.
+func (s *HeldSlot) Fence() uint64 { return uint64(s.current().lease.fence) }
+
+// Floor: issue only timestamps above it (SLOT-05, SLOT-06).
+func (s *HeldSlot) Floor() uint64 { return uint64(s.current().lease.floor) }
+
+// Ceiling: issue no timestamp past it; every renewal moves it on.
+func (s *HeldSlot) Ceiling() uint64 { return uint64(s.current().lease.ceiling) }
+
+// Issued records that a timestamp up to ms was issued: the end of the hold
+// hands the largest one recorded to the slot's next holder as its floor
+// (SLOT-05). After Hold returned it records nothing (the slot was released).
+func (s *HeldSlot) Issued(ms uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		C.lh_error_free(C.lh_slot_holding_issued(s.h, C.uint64_t(ms)))
+	}
+}
+
+// LastIssued is the largest timestamp recorded by Issued (0: none).
+func (s *HeldSlot) LastIssued() uint64 { return uint64(s.current().last_issued) }
+
+// Lost says whether the slot was lost; once true it stays true.
+func (s *HeldSlot) Lost() bool { return bool(s.current().lost) }
+
+// LossReason says why the slot was lost (NotLost while it is not): Unknown
+// when a renewal or the release found it another's, Expired when no
+// renewal was confirmed by the holder's deadline.
+func (s *HeldSlot) LossReason() LossReason { return reasonOf(s.current().reason) }
+
+// Remaining is the time left before the holder's deadline (the send time
+// of the last confirmed call + TTL − Margin); zero once lost or once Hold returned.
+func (s *HeldSlot) Remaining() time.Duration { return time.Duration(s.current().remaining_ns) }
