@@ -45,3 +45,37 @@ func ExampleStore_Slots() {
 	// released: true <nil>
 	// next floor is what it issued: true
 }
+
+// A slot held while the work runs: renewed in the background, released at
+// the end with the largest timestamp issued, which the slot's next holder
+// starts above. The work's ctx ends with cause ErrLost if the slot is lost.
+func ExampleSlots_Hold() {
+	ctx := context.Background()
+	store := locks.Memory()
+	defer store.Close()
+	ids, err := store.Slots("order-ids", locks.Limit(1), locks.TTL(30*time.Second), locks.Margin(3*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	defer ids.Close()
+	owner, _ := locks.NewOwner("order-service")
+	var issued uint64
+	ran, err := ids.Hold(ctx, owner, func(ctx context.Context, held *locks.HeldSlot) error {
+		fmt.Println("node", held.Node())
+		issued = held.Floor() + 1 // issue timestamps above Floor(), never past Ceiling()
+		held.Issued(issued)
+		return ctx.Err() // context.Cause(ctx) is ErrLost if the slot was lost
+	})
+	fmt.Println("ran:", ran, err)
+
+	other, _ := locks.NewOwner("billing")
+	next, _, _ := ids.Acquire(ctx, other)
+	fmt.Println("the next floor is what it issued:", next.Floor() == issued)
+	ran, err = ids.Hold(ctx, owner, func(context.Context, *locks.HeldSlot) error { return nil })
+	fmt.Println("every slot held, ran:", ran, err)
+	// Output:
+	// node 0
+	// ran: true <nil>
+	// the next floor is what it issued: true
+	// every slot held, ran: false <nil>
+}
