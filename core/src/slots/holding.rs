@@ -131,6 +131,9 @@ pub struct SlotHolding {
     held: HeldSlot,
     slots: Slots,
     done: CancellationToken,
+    /// The renewing task: `end` waits for it, so that nothing of the
+    /// holding outlives its end.
+    keeper: Option<tokio::task::JoinHandle<()>>,
     ended: bool,
     /// Marks the slot lost when the store closes; registered under `close_id`.
     _on_close: OnClose,
@@ -165,7 +168,7 @@ impl SlotHolding {
         };
         let close_id = slots.store().inner().on_close(&on_close);
         let held = HeldSlot { shared };
-        slots.store().inner().runtime.spawn(keep(
+        let keeper = slots.store().inner().runtime.spawn(keep(
             slots.clone(),
             held.clone(),
             done.clone(),
@@ -175,6 +178,7 @@ impl SlotHolding {
             held,
             slots,
             done,
+            keeper: Some(keeper),
             ended: false,
             _on_close: on_close,
             close_id,
@@ -195,6 +199,9 @@ impl SlotHolding {
     pub async fn end(mut self) -> Result<()> {
         self.ended = true;
         self.done.cancel();
+        if let Some(keeper) = self.keeper.take() {
+            let _ = keeper.await;
+        }
         self.slots.store().inner().forget_close(self.close_id);
         let lease = self.held.lease();
         if let Ok(false) = self.slots.release(&lease, self.held.last_issued()).await {

@@ -484,11 +484,6 @@ static void slot_holds(void) {
 
   OK(lh_slots_free(ns));
   OK(lh_clock_free(clock));
-  /* The core's SlotHolding::end stops its keeper task without waiting for
-   * it to exit, and the task holds the store (and the clock) until a
-   * runtime thread polls it: let it exit before the process does, or
-   * valgrind sees the store's memory as possibly lost at exit. */
-  usleep(200 * 1000);
 }
 
 static void loss_on_close(void) {
