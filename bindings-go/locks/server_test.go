@@ -2,6 +2,8 @@ package locks
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,6 +44,32 @@ func startServer(t testing.TB, extra ...string) string {
 
 // startServerProcess is startServer, answering the process too (to stop
 // and continue it); the cleanup continues a stopped server, then kills it.
+// freeze stops a server process (SIGSTOP) and waits until it is stopped:
+// the signal takes effect a little after kill returns, and a request sent
+// meanwhile would still be answered.
+func freeze(t testing.TB, server *os.Process) {
+	t.Helper()
+	if err := server.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", server.Pid)
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		text, err := os.ReadFile(stat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state follows the parenthesised command name.
+		rest := string(text[bytes.LastIndexByte(text, ')')+1:])
+		if fields := strings.Fields(rest); len(fields) > 0 && fields[0] == "T" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server %d did not stop: %s", server.Pid, text)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func startServerProcess(t testing.TB, extra ...string) (string, *os.Process) {
 	t.Helper()
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, extra...)

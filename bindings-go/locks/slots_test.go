@@ -269,9 +269,7 @@ func TestServerSlot07TimeoutOfAFrozenStore(t *testing.T) {
 
 	// The same namespace with a 300 ms timeout (not part of what SLOT-02 fixes), on a frozen server.
 	slots = openSlots(t, store, "frozen", Limit(1), Timeout(300*time.Millisecond))
-	if err := server.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	freeze(t, server)
 	defer func() { _ = server.Signal(syscall.SIGCONT) }()
 	timedOut := func(what string, err error, took time.Duration) {
 		t.Helper()
