@@ -22,7 +22,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -75,18 +75,31 @@ pub enum Cancel {
 /// What the wakers share with the driver: the queue of woken tasks and the
 /// socket that wakes the loop.
 struct Shared {
-    woken: Mutex<Vec<u64>>,
-    signalled: AtomicBool,
+    woken: Mutex<Woken>,
     writer: UnixStream,
 }
 
+/// The woken tasks, and whether a byte was written for them that the loop
+/// has not read yet: one lock orders both, so a wake never finds the flag set
+/// with no byte left to wake the loop.
+#[derive(Default)]
+struct Woken {
+    ids: Vec<u64>,
+    signalled: bool,
+}
+
 impl Shared {
+    fn woken(&self) -> std::sync::MutexGuard<'_, Woken> {
+        self.woken.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn wake(&self, id: u64) {
-        self.woken
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(id);
-        if !self.signalled.swap(true, Ordering::AcqRel) {
+        let signal = {
+            let mut woken = self.woken();
+            woken.ids.push(id);
+            !std::mem::replace(&mut woken.signalled, true)
+        };
+        if signal {
             // Full means a wake-up is pending already.
             let _ = (&self.writer).write(&[1]);
         }
@@ -123,12 +136,16 @@ pub struct LoopDriver {
 impl LoopDriver {
     /// Called by the loop when the socket is readable: polls the woken tasks.
     fn run_woken(&self, py: Python<'_>) {
-        self.shared.signalled.store(false, Ordering::Release);
         // Each signal writes one byte; a full read means more may be queued.
+        // Read before the flag is cleared: a byte written after it is for
+        // tasks this call does not take, and stays to wake the loop again.
         let mut sink = [0u8; 64];
         while matches!((&self.reader).read(&mut sink), Ok(n) if n == sink.len()) {}
-        let woken =
-            std::mem::take(&mut *self.shared.woken.lock().unwrap_or_else(|p| p.into_inner()));
+        let woken = {
+            let mut woken = self.shared.woken();
+            woken.signalled = false;
+            std::mem::take(&mut woken.ids)
+        };
         for id in woken {
             self.poll(py, id);
         }
@@ -142,8 +159,7 @@ impl LoopDriver {
         writer.set_nonblocking(true)?;
         Ok(LoopDriver {
             shared: Arc::new(Shared {
-                woken: Mutex::new(Vec::new()),
-                signalled: AtomicBool::new(false),
+                woken: Mutex::new(Woken::default()),
                 writer,
             }),
             reader,
