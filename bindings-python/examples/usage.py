@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from datetime import timedelta
 
 import leasehold
@@ -65,6 +66,18 @@ async def node_number(store: leasehold.Store) -> None:
     last_issued: int = lease.floor + 1
     released: bool = await slots.release(lease, last_issued)
     assert released
+
+    # Held while a block runs, renewed in the background; a lost slot cancels the block.
+    try:
+        async with slots.hold(owner, preferred=lease.slot) as held:
+            if held is None:
+                print("all 1024 slots are held")
+                return
+            timestamp = max(int(time.time() * 1000), held.floor + 1)  # never past held.ceiling
+            held.issued(timestamp)  # the release hands the largest on as the next floor
+            print(f"node {held.node} (fence {held.fence}) issued up to {held.last_issued}")
+    except leasehold.LeaseLost as lost:
+        print(f"lost the slot ({lost.reason}); stop issuing ids under it")
 
 
 def blocking() -> None:
