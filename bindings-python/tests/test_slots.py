@@ -54,6 +54,7 @@ def test_an_owner_has_a_key_and_an_instance() -> None:
 
 
 # SLOT-01: the held slot, then preferred, then the key's last slot, then the lowest free; Exhausted.
+# SLOT-08: every new lease's fence is larger than the ones before.
 async def test_SLOT_01_acquire_tries_held_preferred_last_lowest(
     store: leasehold.Store, namespace: str
 ) -> None:
@@ -195,7 +196,8 @@ async def test_ERR_01_a_read_only_connection_takes_no_slot(
         await writer.close()
 
 
-# ERR-01: a namespace opened with another limit, tolerance or offset fails NamespaceMismatch.
+# ERR-01, SLOT-02: the first use fixes limit, tolerance and offset; a use with others fails
+# NamespaceMismatch (the ttl is the handle's own).
 async def test_ERR_01_namespace_mismatch_has_its_code(
     store: leasehold.Store, namespace: str
 ) -> None:
