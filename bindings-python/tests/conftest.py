@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,6 +33,21 @@ class Server:
     url: str
     process: subprocess.Popen[str]
     data_dir: str
+
+    def freeze(self) -> None:
+        """Stops the process (SIGSTOP) and waits until it is stopped: the
+        signal takes effect a little after kill returns, and a request sent
+        meanwhile would still be answered."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+        stat = pathlib.Path(f"/proc/{self.process.pid}/stat")
+        deadline = time.monotonic() + 5
+        while stat.read_text().rpartition(")")[2].split()[0] != "T":
+            assert time.monotonic() < deadline, f"the server {self.process.pid} did not stop"
+            time.sleep(0.001)
+
+    def thaw(self) -> None:
+        """Resumes a frozen process (SIGCONT)."""
+        os.kill(self.process.pid, signal.SIGCONT)
 
 
 def start_server(*extra: str) -> Server:
@@ -90,5 +106,5 @@ def frozen_server() -> Iterator[Server]:
     try:
         yield running
     finally:
-        os.kill(running.process.pid, signal.SIGCONT)
+        running.thaw()
         stop_server(running)

@@ -5,8 +5,6 @@ server store process, and a frozen one for the timeouts."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -263,7 +261,7 @@ async def test_SLOT_07_a_frozen_store_times_out(frozen_server: Server) -> None:
             await store.slots("ids", limit=2, timeout=0.3).acquire(frozen)
         assert not leasehold.is_timeout(mismatch.value) and not mismatch.value.is_timeout
 
-        os.kill(frozen_server.process.pid, signal.SIGSTOP)
+        frozen_server.freeze()
         try:
             started = time.monotonic()
             with pytest.raises(leasehold.Timeout) as timeout:
@@ -282,7 +280,7 @@ async def test_SLOT_07_a_frozen_store_times_out(frozen_server: Server) -> None:
             with pytest.raises(leasehold.Timeout):
                 await slots.release(held, held.floor)
         finally:
-            os.kill(frozen_server.process.pid, signal.SIGCONT)
+            frozen_server.thaw()
         # Unfrozen, it answers again: the release (maybe a repeat of the one
         # that timed out) and then the slot for `frozen`.
         unfrozen = store.slots("ids", limit=1, timeout="5s")
