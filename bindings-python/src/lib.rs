@@ -16,6 +16,7 @@ mod slot_holding;
 mod slots;
 mod store;
 mod testing;
+mod watched;
 
 use pyo3::prelude::*;
 

@@ -2,17 +2,14 @@
 //! to `end`, renewed in the background by the core; and `HeldSlot`, the slot
 //! as the block sees it.
 
-use std::sync::Mutex;
-
 use leasehold::slots::{HeldSlot, SlotHolding};
-use leasehold::ErrorKind;
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel, Watch};
+use crate::bridge::{self, Cancel};
 use crate::convert;
-use crate::errors;
 use crate::slots::PySlotLease;
+use crate::watched::Watched;
 
 /// A held slot, as the block running under it sees it: its lease as last
 /// renewed, whether it was lost, and the largest timestamp issued under it.
@@ -108,10 +105,8 @@ impl PyHeldSlot {
 /// is released in the background.
 #[pyclass(module = "leasehold._native", name = "SlotHolding", frozen)]
 pub struct PySlotHolding {
-    holding: Mutex<Option<SlotHolding>>,
+    holding: Watched<SlotHolding>,
     held: HeldSlot,
-    /// The watch for a loss, stopped when the holding ends.
-    watch: Mutex<Option<Watch>>,
     /// The runtime its calls run on, for a test store.
     runtime: Option<Handle>,
 }
@@ -120,16 +115,8 @@ impl PySlotHolding {
     pub fn new(holding: SlotHolding, runtime: Option<Handle>) -> PySlotHolding {
         PySlotHolding {
             held: holding.held().clone(),
-            holding: Mutex::new(Some(holding)),
-            watch: Mutex::new(None),
+            holding: Watched::new(holding),
             runtime,
-        }
-    }
-
-    fn stop_watching(&self) {
-        let watch = self.watch.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(watch) = watch {
-            watch.stop();
         }
     }
 }
@@ -147,24 +134,8 @@ impl PySlotHolding {
     /// Calls `callback(True)` on the running event loop's thread once, if
     /// the slot is lost before the holding ends.
     fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        let lost = self.held.lost_signal();
-        let watch = bridge::watch(
-            py,
-            async move {
-                lost.await;
-                true
-            },
-            callback,
-        )?;
-        let previous = self
-            .watch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(watch);
-        if let Some(previous) = previous {
-            previous.stop();
-        }
-        Ok(())
+        self.holding
+            .watch_loss(py, self.held.lost_signal(), callback)
     }
 
     /// Stops renewing and releases the slot with the largest timestamp
@@ -172,21 +143,7 @@ impl PySlotHolding {
     /// held. The release runs on its own: cancelling the awaiting task does
     /// not stop it.
     fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.stop_watching();
-        let holding = self
-            .holding
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .ok_or_else(|| {
-                errors::error(py, ErrorKind::InvalidArgument, "the hold has ended already")
-            })?;
+        let holding = self.holding.take(py)?;
         bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, holding.end())
-    }
-}
-
-impl Drop for PySlotHolding {
-    fn drop(&mut self) {
-        self.stop_watching();
     }
 }
