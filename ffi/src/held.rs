@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease};
+use leasehold::{Holding, Lease};
 
-use crate::call::{block_on, not_in_runtime, run};
+use crate::call::run;
 use crate::cancel::lh_cancel;
 use crate::error::{lh_error, lh_loss_reason};
 use crate::handles;
@@ -88,12 +88,7 @@ pub extern "C" fn lh_holding_on_lost(
     callback: lh_lost_fn,
     user: u64,
 ) -> *mut lh_error {
-    run(|| {
-        let callback = callback
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the lh_lost_fn is NULL"))?;
-        let held = handles::get::<Arc<HeldLease>>(holding.id)?;
-        held.on_lost(callback, user)
-    })
+    run(|| HeldLease::on_lost_of(holding.id, callback, user))
 }
 
 /// Blocks until the lease is lost (`*lost` true) or the hold ends (`*lost`
@@ -107,14 +102,8 @@ pub unsafe extern "C" fn lh_holding_wait_lost(
     cancel: lh_cancel,
     lost: *mut bool,
 ) -> *mut lh_error {
-    run(|| {
-        input::check_out("lost", lost)?;
-        let held = handles::get::<Arc<HeldLease>>(holding.id)?;
-        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let was_lost = held.wait_lost(cancel)?;
-        // SAFETY: passed on from the caller.
-        unsafe { input::write("lost", lost, was_lost) }
-    })
+    // SAFETY: passed on from the caller.
+    run(|| unsafe { HeldLease::wait_lost_of(holding.id, cancel, lost) })
 }
 
 /// Ends the hold: releases the lease (the next in line is granted at once,
@@ -122,10 +111,5 @@ pub unsafe extern "C" fn lh_holding_wait_lost(
 /// any point while held (LOCK-10). Ending twice fails `LH_CLOSED`.
 #[no_mangle]
 pub extern "C" fn lh_holding_end(holding: lh_holding) -> *mut lh_error {
-    run(|| {
-        not_in_runtime()?;
-        let held = handles::remove::<Arc<HeldLease>>(holding.id)?;
-        let holding = held.take()?;
-        block_on(held.runtime(), holding.end())
-    })
+    run(|| HeldLease::end_of(holding.id))
 }

@@ -1,7 +1,8 @@
 //! What the caller of a hold (of a key, or of a slot) learns of a loss: a
 //! callback as it happens, or a blocking wait, and never a callback once the
-//! hold ended. The loss itself is the core's (a lease's or a held slot's
-//! loss signal); this module only tells it.
+//! hold ended; and the ending, as the exports of both kinds of hold do it.
+//! The loss itself is the core's (a lease's or a held slot's loss signal);
+//! this module only tells it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,12 +10,16 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Wake, Waker};
 use std::thread::ThreadId;
 
-use leasehold::slots::HeldSlot;
-use leasehold::{CancellationToken, Error, ErrorKind, Lease, LossReason, Result};
+use leasehold::slots::{HeldSlot, SlotHolding};
+use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease, LossReason, Result};
 use tokio::runtime::Handle;
 
-use crate::call::{block_on, guard, or_cancelled};
+use crate::call::{block_on, guard, not_in_runtime, or_cancelled};
+use crate::cancel::lh_cancel;
 use crate::error::lh_loss_reason;
+use crate::handles::{self, Kind};
+use crate::held::lh_lost_fn;
+use crate::input;
 
 /// The future a loss completes.
 type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -44,6 +49,24 @@ impl Loses for HeldSlot {
 
     fn reason(&self) -> Option<LossReason> {
         self.loss_reason()
+    }
+}
+
+/// The core's holding of what is held, until the hold ends.
+pub(crate) trait Ends: Send + 'static {
+    /// Ends the hold (`Lost` if it was lost while held).
+    fn end(self) -> impl Future<Output = Result<()>>;
+}
+
+impl Ends for Holding {
+    fn end(self) -> impl Future<Output = Result<()>> {
+        Holding::end(self)
+    }
+}
+
+impl Ends for SlotHolding {
+    fn end(self) -> impl Future<Output = Result<()>> {
+        SlotHolding::end(self)
     }
 }
 
@@ -162,6 +185,44 @@ impl<L: Loses, H> Kept<L, H> {
             done.cancel();
         }
         Ok(holding)
+    }
+}
+
+/// What the exports of a hold's handle (`lh_holding_*` for a key,
+/// `lh_slot_holding_*` for a slot) do alike, given the handle's id.
+impl<L: Loses, H: Ends> Kept<L, H>
+where
+    Arc<Kept<L, H>>: Kind,
+{
+    /// `lh_*_on_lost`: a NULL callback fails `InvalidArgument`; else
+    /// [`Kept::on_lost`] of the hold behind `id`.
+    pub(crate) fn on_lost_of(id: u64, callback: lh_lost_fn, user: u64) -> Result<()> {
+        let callback = callback
+            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the lh_lost_fn is NULL"))?;
+        handles::get::<Arc<Self>>(id)?.on_lost(callback, user)
+    }
+
+    /// `lh_*_wait_lost`: [`Kept::wait_lost`] of the hold behind `id`, its
+    /// answer written to `*lost`.
+    ///
+    /// # Safety
+    /// `lost` must be NULL (an error) or valid for a write.
+    pub(crate) unsafe fn wait_lost_of(id: u64, cancel: lh_cancel, lost: *mut bool) -> Result<()> {
+        input::check_out("lost", lost)?;
+        let kept = handles::get::<Arc<Self>>(id)?;
+        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+        let was_lost = kept.wait_lost(cancel)?;
+        // SAFETY: passed on from the caller.
+        unsafe { input::write("lost", lost, was_lost) }
+    }
+
+    /// `lh_*_end`: frees the handle `id`, ends the watching and then the
+    /// core's holding (`Closed` if it ended already).
+    pub(crate) fn end_of(id: u64) -> Result<()> {
+        not_in_runtime()?;
+        let kept = handles::remove::<Arc<Self>>(id)?;
+        let holding = kept.take()?;
+        block_on(kept.runtime(), holding.end())
     }
 }
 

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use leasehold::slots::{HeldSlot, SlotHolding, Slots};
-use leasehold::{CancellationToken, Error, ErrorKind};
+use leasehold::CancellationToken;
 
 use super::{lh_slot_info, lh_slot_lease, lh_slots};
-use crate::call::{block_on, not_in_runtime, or_cancelled, run};
+use crate::call::{block_on, or_cancelled, run};
 use crate::cancel::lh_cancel;
 use crate::error::{lh_error, lh_loss_reason};
 use crate::handles::{self, OnRuntime};
@@ -164,11 +164,7 @@ pub extern "C" fn lh_slot_holding_on_lost(
     callback: lh_lost_fn,
     user: u64,
 ) -> *mut lh_error {
-    run(|| {
-        let callback = callback
-            .ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the lh_lost_fn is NULL"))?;
-        handles::get::<Arc<HeldSlotHolding>>(holding.id)?.on_lost(callback, user)
-    })
+    run(|| HeldSlotHolding::on_lost_of(holding.id, callback, user))
 }
 
 /// Blocks until the slot is lost (`*lost` true) or the hold ends (`*lost`
@@ -182,14 +178,8 @@ pub unsafe extern "C" fn lh_slot_holding_wait_lost(
     cancel: lh_cancel,
     lost: *mut bool,
 ) -> *mut lh_error {
-    run(|| {
-        input::check_out("lost", lost)?;
-        let kept = handles::get::<Arc<HeldSlotHolding>>(holding.id)?;
-        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let was_lost = kept.wait_lost(cancel)?;
-        // SAFETY: passed on from the caller.
-        unsafe { input::write("lost", lost, was_lost) }
-    })
+    // SAFETY: passed on from the caller.
+    run(|| unsafe { HeldSlotHolding::wait_lost_of(holding.id, cancel, lost) })
 }
 
 /// Ends the hold: stops renewing, releases the slot with the largest
@@ -200,10 +190,5 @@ pub unsafe extern "C" fn lh_slot_holding_wait_lost(
 /// next holder starts above its ceiling. Ending twice fails `LH_CLOSED`.
 #[no_mangle]
 pub extern "C" fn lh_slot_holding_end(holding: lh_slot_holding) -> *mut lh_error {
-    run(|| {
-        not_in_runtime()?;
-        let kept = handles::remove::<Arc<HeldSlotHolding>>(holding.id)?;
-        let holding = kept.take()?;
-        block_on(kept.runtime(), holding.end())
-    })
+    run(|| HeldSlotHolding::end_of(holding.id))
 }
