@@ -1,4 +1,5 @@
-"""Fixtures: a real server store process (``leasehold serve``) for the tests."""
+"""Fixtures: a real server store process (``leasehold serve``) for the tests,
+and ``store``, each test on the embedded store and on the server store."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import pytest
+
+import leasehold
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -108,3 +111,14 @@ def frozen_server() -> Iterator[Server]:
     finally:
         running.thaw()
         stop_server(running)
+
+
+@pytest.fixture(params=["memory", "server"])
+async def store(request: pytest.FixtureRequest, server: Server) -> AsyncIterator[leasehold.Store]:
+    """The embedded store, then a connection to the server store."""
+    if request.param == "memory":
+        opened = leasehold.memory()
+    else:
+        opened = await leasehold.connect(server.url)
+    yield opened
+    await opened.close()

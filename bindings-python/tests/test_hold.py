@@ -9,7 +9,6 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -18,17 +17,6 @@ import leasehold
 from leasehold import testing
 
 from conftest import Server
-
-
-@pytest.fixture(params=["memory", "server"])
-async def store(request: pytest.FixtureRequest, server: Server) -> AsyncIterator[leasehold.Store]:
-    """The embedded store, then a connection to the server store."""
-    if request.param == "memory":
-        opened = leasehold.memory()
-    else:
-        opened = await leasehold.connect(server.url)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

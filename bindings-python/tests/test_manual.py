@@ -7,24 +7,11 @@ import asyncio
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 
 import leasehold
 from leasehold import testing
-
-from conftest import Server
-
-
-@pytest.fixture(params=["memory", "server"])
-async def store(request: pytest.FixtureRequest, server: Server) -> AsyncIterator[leasehold.Store]:
-    if request.param == "memory":
-        opened = leasehold.memory()
-    else:
-        opened = await leasehold.connect(server.url)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -16,17 +15,6 @@ import leasehold
 from leasehold import testing
 
 from conftest import Server
-
-
-@pytest.fixture(params=["memory", "server"])
-async def store(request: pytest.FixtureRequest, server: Server) -> AsyncIterator[leasehold.Store]:
-    """The embedded store, then a connection to the server store."""
-    if request.param == "memory":
-        opened = leasehold.memory()
-    else:
-        opened = await leasehold.connect(server.url)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -15,17 +14,6 @@ import leasehold
 from leasehold import testing
 
 from conftest import Server
-
-
-@pytest.fixture(params=["memory", "server"])
-async def store(request: pytest.FixtureRequest, server: Server) -> AsyncIterator[leasehold.Store]:
-    """The embedded store, then a connection to the server store."""
-    if request.param == "memory":
-        opened = leasehold.memory()
-    else:
-        opened = await leasehold.connect(server.url)
-    yield opened
-    await opened.close()
 
 
 @pytest.fixture
