@@ -58,3 +58,17 @@ func combine(fnErr, endErr error) error {
 	e.cause = fnErr
 	return e
 }
+
+// lostAtEnd says whether the error of a hold's end (a key's or a slot's)
+// tells a loss while held, and its reason as the C library gives it
+// (Unknown for a reason the binding does not know).
+func lostAtEnd(endErr error) (bool, C.lh_loss_reason) {
+	e, ok := endErr.(*Error)
+	if !ok || e.Code != CodeLost {
+		return false, C.LH_REASON_NONE
+	}
+	if r, ok := reasonCodes[e.Reason]; ok {
+		return true, r
+	}
+	return true, C.LH_REASON_UNKNOWN
+}

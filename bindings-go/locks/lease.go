@@ -54,12 +54,8 @@ func (h *heldLease) end() error {
 	h.ended = true
 	err := takeError(C.lh_holding_end(h.h))
 	h.last = C.lh_lease_info{has_remaining: true}
-	if e, ok := err.(*Error); ok && e.Code == CodeLost {
-		h.last.lost = true
-		h.last.reason = C.LH_REASON_UNKNOWN
-		if r, ok := reasonCodes[e.Reason]; ok {
-			h.last.reason = r
-		}
+	if lost, reason := lostAtEnd(err); lost {
+		h.last.lost, h.last.reason = true, reason
 	}
 	return err
 }

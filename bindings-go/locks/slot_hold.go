@@ -118,12 +118,8 @@ func (s *HeldSlot) end() error {
 	s.ended = true
 	err := takeError(C.lh_slot_holding_end(s.h))
 	s.last.remaining_ns = 0
-	if e, ok := err.(*Error); ok && e.Code == CodeLost {
-		s.last.lost = true
-		s.last.reason = C.LH_REASON_UNKNOWN
-		if r, ok := reasonCodes[e.Reason]; ok {
-			s.last.reason = r
-		}
+	if lost, reason := lostAtEnd(err); lost {
+		s.last.lost, s.last.reason = true, reason
 	}
 	return err
 }
