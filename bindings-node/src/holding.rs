@@ -1,30 +1,21 @@
 //! A key held while a JS function runs: the lease it sees, the loss
 //! watcher behind `lease.signal`, and the end that releases it.
 
-use std::sync::Mutex;
-
-use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease};
+use leasehold::{Holding, Lease};
 use napi::bindgen_prelude::BigInt;
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
-use napi::{Env, Status};
+use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
 use crate::durations;
-use crate::promise::{self, Eventually};
-
-/// The JS function told of a loss, with the reason (`"expired"`, `"revoked"`, …).
-/// Weak: it never keeps the event loop alive by itself.
-pub type LossCallback = ThreadsafeFunction<String, (), String, Status, false, true>;
+use crate::ending::{Ending, LossCallback};
+use crate::promise::Eventually;
 
 /// A held key (`leasehold::Holding`) and its lease.
 #[napi]
 pub struct NativeHolding {
     lease: Lease,
-    holding: Mutex<Option<Holding>>,
-    /// Fired when the holding ends or is dropped: stops the loss watcher.
-    done: CancellationToken,
-    runtime: Handle,
+    ending: Ending<Holding>,
 }
 
 impl NativeHolding {
@@ -32,18 +23,8 @@ impl NativeHolding {
     pub(crate) fn new(holding: Holding, runtime: Handle) -> NativeHolding {
         NativeHolding {
             lease: holding.lease().clone(),
-            holding: Mutex::new(Some(holding)),
-            done: CancellationToken::new(),
-            runtime,
+            ending: Ending::new(holding, runtime),
         }
-    }
-}
-
-impl Drop for NativeHolding {
-    /// A holding the JS side dropped without ending it: the core's
-    /// `Holding` releases the lease as it drops (LOCK-11).
-    fn drop(&mut self) {
-        self.done.cancel();
     }
 }
 
@@ -90,34 +71,17 @@ impl NativeHolding {
     #[napi(catch_unwind, ts_args_type = "onLost: (reason: string) => void")]
     pub fn watch(&self, on_lost: LossCallback) {
         let lease = self.lease.clone();
-        let done = self.done.clone();
-        self.runtime.spawn(async move {
-            tokio::select! {
-                biased;
-                _ = done.cancelled() => {}
-                _ = lease.lost_signal() => {
-                    let reason = lease.loss_reason().map_or("unknown", |r| r.as_str());
-                    on_lost.call(reason.to_owned(), ThreadsafeFunctionCallMode::NonBlocking);
-                }
-            }
-        });
+        self.ending.watch(
+            self.lease.lost_signal(),
+            move || lease.loss_reason(),
+            on_lost,
+        );
     }
 
     /// Releases the key (`Holding::end`): rejects `LOST` if the lease was lost
     /// at any point while held (LOCK-10), `CLOSED` if it ended already.
     #[napi(catch_unwind)]
     pub fn end<'env>(&self, env: &'env Env) -> napi::Result<Eventually<'env, ()>> {
-        self.done.cancel();
-        let holding = self
-            .holding
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        promise::spawn(env, &self.runtime, async move {
-            match holding {
-                Some(holding) => holding.end().await,
-                None => Err(Error::new(ErrorKind::Closed, "this hold has ended already")),
-            }
-        })
+        self.ending.end(env, Holding::end)
     }
 }

@@ -15,6 +15,7 @@
 
 pub mod cancel;
 pub mod durations;
+pub mod ending;
 pub mod errors;
 pub mod holding;
 pub mod lock;

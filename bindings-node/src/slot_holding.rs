@@ -3,30 +3,23 @@
 //! end that releases it. Renewal, the holder's deadline and the loss are
 //! the core's.
 
-use std::sync::Mutex;
-
 use leasehold::slots::{HeldSlot, SlotHolding};
-use leasehold::{CancellationToken, Error, ErrorKind};
 use napi::bindgen_prelude::BigInt;
-use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
 use crate::durations;
+use crate::ending::{Ending, LossCallback};
 use crate::errors::{thrown, Thrown};
-use crate::holding::LossCallback;
-use crate::promise::{self, Eventually};
+use crate::promise::Eventually;
 use crate::slots::{js_millis, millis_arg, NativeSlotLease};
 
 /// A held slot and its holding.
 #[napi]
 pub struct NativeSlotHolding {
     held: HeldSlot,
-    holding: Mutex<Option<SlotHolding>>,
-    /// Fired when the holding ends or is dropped: stops the loss watcher.
-    done: CancellationToken,
-    runtime: Handle,
+    ending: Ending<SlotHolding>,
 }
 
 impl NativeSlotHolding {
@@ -34,18 +27,8 @@ impl NativeSlotHolding {
     pub(crate) fn new(holding: SlotHolding, runtime: Handle) -> NativeSlotHolding {
         NativeSlotHolding {
             held: holding.held().clone(),
-            holding: Mutex::new(Some(holding)),
-            done: CancellationToken::new(),
-            runtime,
+            ending: Ending::new(holding, runtime),
         }
-    }
-}
-
-impl Drop for NativeSlotHolding {
-    /// A holding the JS side dropped without ending it: the core's
-    /// `SlotHolding` releases the slot as it drops.
-    fn drop(&mut self) {
-        self.done.cancel();
     }
 }
 
@@ -124,17 +107,8 @@ impl NativeSlotHolding {
     #[napi(catch_unwind, ts_args_type = "onLost: (reason: string) => void")]
     pub fn watch(&self, on_lost: LossCallback) {
         let held = self.held.clone();
-        let done = self.done.clone();
-        self.runtime.spawn(async move {
-            tokio::select! {
-                biased;
-                _ = done.cancelled() => {}
-                _ = held.lost_signal() => {
-                    let reason = held.loss_reason().map_or("unknown", |r| r.as_str());
-                    on_lost.call(reason.to_owned(), ThreadsafeFunctionCallMode::NonBlocking);
-                }
-            }
-        });
+        self.ending
+            .watch(self.held.lost_signal(), move || held.loss_reason(), on_lost);
     }
 
     /// Stops renewing and releases the slot with the largest timestamp
@@ -142,17 +116,6 @@ impl NativeSlotHolding {
     /// meanwhile, `CLOSED` if it ended already.
     #[napi(catch_unwind)]
     pub fn end<'env>(&self, env: &'env Env) -> napi::Result<Eventually<'env, ()>> {
-        self.done.cancel();
-        let holding = self
-            .holding
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        promise::spawn(env, &self.runtime, async move {
-            match holding {
-                Some(holding) => holding.end().await,
-                None => Err(Error::new(ErrorKind::Closed, "this hold has ended already")),
-            }
-        })
+        self.ending.end(env, SlotHolding::end)
     }
 }

@@ -5,8 +5,10 @@
 //! the `AbortSignal` of an acquire. A slot held while a function runs is
 //! `slot_holding`'s.
 
+use std::future::Future;
+
 use leasehold::slots::{Owner, SlotLease, Slots};
-use leasehold::{Error, ErrorKind};
+use leasehold::{CancellationToken, Error, ErrorKind};
 use napi::bindgen_prelude::BigInt;
 use napi::Env;
 use napi_derive::napi;
@@ -150,6 +152,22 @@ fn given_up() -> Error {
     )
 }
 
+/// `work` (an acquire, a begin), unless `cancel` fires first: then it
+/// stops waiting for the store's answer and fails `CANCELLED`.
+async fn unless_given_up<T>(
+    cancel: Option<CancellationToken>,
+    work: impl Future<Output = leasehold::Result<T>>,
+) -> leasehold::Result<T> {
+    match cancel {
+        None => work.await,
+        Some(token) => tokio::select! {
+            biased;
+            _ = token.cancelled() => Err(given_up()),
+            result = work => result,
+        },
+    }
+}
+
 /// A slot namespace opened on a store (`leasehold::slots::Slots`).
 #[napi]
 pub struct NativeSlots {
@@ -217,15 +235,7 @@ impl NativeSlots {
         let owner = owner.owner.clone();
         let cancel = cancel.map(Canceller::token);
         promise::spawn(env, &self.runtime, async move {
-            let acquire = slots.acquire(&owner, preferred);
-            let result = match cancel {
-                None => acquire.await?,
-                Some(token) => tokio::select! {
-                    biased;
-                    _ = token.cancelled() => return Err(given_up()),
-                    result = acquire => result?,
-                },
-            };
+            let result = unless_given_up(cancel, slots.acquire(&owner, preferred)).await?;
             Ok(result.lease().map(|lease| NativeSlotLease { lease }))
         })
     }
@@ -247,15 +257,7 @@ impl NativeSlots {
         let cancel = cancel.map(Canceller::token);
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            let begin = slots.begin(&owner, preferred);
-            let holding = match cancel {
-                None => begin.await?,
-                Some(token) => tokio::select! {
-                    biased;
-                    _ = token.cancelled() => return Err(given_up()),
-                    holding = begin => holding?,
-                },
-            };
+            let holding = unless_given_up(cancel, slots.begin(&owner, preferred)).await?;
             Ok(holding.map(|h| NativeSlotHolding::new(h, runtime)))
         })
     }
