@@ -35,13 +35,9 @@ func (s *Slots) Hold(ctx context.Context, owner Owner, fn HeldSlotFunc, opts ...
 	if fn == nil {
 		return false, newError(CodeInvalidArgument, "Slots.Hold: a nil function")
 	}
-	o, err := collect("Slots.Hold", opts, "Preferred")
+	hasPreferred, preferred, err := preferredSlot("Slots.Hold", opts)
 	if err != nil {
 		return false, err
-	}
-	hasPreferred, preferred := C.bool(o.preferred != nil), C.uint32_t(0)
-	if o.preferred != nil {
-		preferred = C.uint32_t(*o.preferred)
 	}
 	var h C.lh_slot_holding
 	var held C.bool

@@ -128,13 +128,9 @@ func (s *Slots) Close() error {
 // outcome unknown (an Acquire repeated by the same owner returns the lease
 // it got); ErrCancelled when ctx ends first.
 func (s *Slots) Acquire(ctx context.Context, owner Owner, opts ...Option) (*SlotLease, bool, error) {
-	o, err := collect("Slots.Acquire", opts, "Preferred")
+	hasPreferred, preferred, err := preferredSlot("Slots.Acquire", opts)
 	if err != nil {
 		return nil, false, err
-	}
-	hasPreferred, preferred := C.bool(o.preferred != nil), C.uint32_t(0)
-	if o.preferred != nil {
-		preferred = C.uint32_t(*o.preferred)
 	}
 	var h C.lh_slot_lease
 	var leased C.bool
@@ -149,6 +145,16 @@ func (s *Slots) Acquire(ctx context.Context, owner Owner, opts ...Option) (*Slot
 		return nil, false, err
 	}
 	return newSlotLease(h, s.name, owner), true, nil
+}
+
+// preferredSlot reads the options of call (Slots.Acquire, Slots.Hold): the
+// slot of the option Preferred, as the C calls take it.
+func preferredSlot(call string, opts []Option) (has C.bool, slot C.uint32_t, err error) {
+	o, err := collect(call, opts, "Preferred")
+	if err != nil || o.preferred == nil {
+		return false, 0, err
+	}
+	return true, C.uint32_t(*o.preferred), nil
 }
 
 // Renew renews lease for the namespace's TTL from the store's now (SLOT-04):
