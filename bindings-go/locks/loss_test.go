@@ -7,13 +7,20 @@ import (
 	"time"
 )
 
+// storeOnClock is an embedded store with the options o on a new virtual
+// clock, closed when the test ends.
+func storeOnClock(t *testing.T, o MemoryOptions) (*Store, *VirtualClock) {
+	clock := NewVirtualClock()
+	o.Clock = clock
+	store := MemoryWith(o)
+	t.Cleanup(func() { _ = store.Close() })
+	return store, clock
+}
+
 // virtualStore is an embedded store whose leases run out unless renewed,
 // on a virtual clock, as the server store's do on real time.
 func virtualStore(t *testing.T) (*Store, *VirtualClock) {
-	clock := NewVirtualClock()
-	store := MemoryWith(MemoryOptions{Clock: clock, Renewal: true})
-	t.Cleanup(func() { _ = store.Close() })
-	return store, clock
+	return storeOnClock(t, MemoryOptions{Renewal: true})
 }
 
 // holdInBackground runs lock.Hold(key, fn) in a goroutine; the first channel

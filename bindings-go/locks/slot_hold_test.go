@@ -7,13 +7,10 @@ import (
 	"time"
 )
 
-// slotStore is an embedded store on a virtual clock, for held slots: the
-// core's renewals run when the test moves the clock.
+// slotStore is an embedded store on a virtual clock, for slots: leases
+// expire, and a held slot's renewals run, when the test moves the clock.
 func slotStore(t *testing.T) (*Store, *VirtualClock) {
-	clock := NewVirtualClock()
-	store := MemoryWith(MemoryOptions{Clock: clock})
-	t.Cleanup(func() { _ = store.Close() })
-	return store, clock
+	return storeOnClock(t, MemoryOptions{})
 }
 
 // mustHold is a Hold that must get a slot and end without error.

@@ -132,9 +132,7 @@ func TestServerSlot01AcquireOrder(t *testing.T) {
 // the old lease renews and releases nothing.
 func TestSlot01ExpiredSlotIsFree(t *testing.T) {
 	ctx := context.Background()
-	clock := NewVirtualClock()
-	store := MemoryWith(MemoryOptions{Clock: clock})
-	defer store.Close()
+	store, clock := slotStore(t)
 	slots := openSlots(t, store, "one", Limit(1), TTL(time.Second), Tolerance(500*time.Millisecond))
 	a := mustAcquire(t, slots, newOwner(t, "a"))
 	if want := a.ExpiresAt() + 500; a.Ceiling() != want {
@@ -160,9 +158,7 @@ func TestSlot01ExpiredSlotIsFree(t *testing.T) {
 // its expiry does not move back; the old *SlotLease stays usable.
 func TestSlotRenewKeepsTheFence(t *testing.T) {
 	ctx := context.Background()
-	clock := NewVirtualClock()
-	store := MemoryWith(MemoryOptions{Clock: clock})
-	defer store.Close()
+	store, clock := slotStore(t)
 	slots := openSlots(t, store, "renewed", TTL(5*time.Second))
 	a := mustAcquire(t, slots, newOwner(t, "a"))
 	if err := clock.Advance(time.Second, advancePause); err != nil {
