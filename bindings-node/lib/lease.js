@@ -3,19 +3,20 @@
 // it was lost, and `signal`, an AbortSignal aborted with a LostError when it
 // is (lib/loss.js).
 
-const { LossSignal } = require('./loss')
+const { LossView } = require('./loss')
 
-/** @typedef {import('../index').LossReason} LossReason */
 /** @typedef {import('./addon').NativeHolding} NativeHolding */
+/** @typedef {import('./loss').LossSignal} LossSignal */
 
 /** @typedef {import('../index').Lease} PublicLease */
 
-/** @implements {PublicLease} */
-class Lease {
+/**
+ * Its loss (`lost`, `lossReason`, `signal`, LOCK-09) is a LossView's.
+ * @implements {PublicLease}
+ */
+class Lease extends LossView {
   /** @type {NativeHolding} */
   #native
-  /** @type {LossSignal} */
-  #loss
 
   /**
    * Made by `hold` and `tryHold`; not for callers.
@@ -23,8 +24,8 @@ class Lease {
    * @param {LossSignal} loss
    */
   constructor(native, loss) {
+    super(native, loss)
     this.#native = native
-    this.#loss = loss
     /** The fence (LOCK-02): hand it to the system you write to. */
     this.fence = native.fence
     /** The key held. */
@@ -33,24 +34,9 @@ class Lease {
     this.lockName = native.lockName
   }
 
-  /** Whether the lease was lost. Once true, it stays true. */
-  get lost() {
-    return this.#native.lost
-  }
-
-  /** Why the lease was lost, once it was. */
-  get lossReason() {
-    return /** @type {LossReason | null} */ (this.#native.lossReason)
-  }
-
   /** Milliseconds left before the holder's deadline (0 once lost); `null` without one. */
   get remaining() {
     return this.#native.remaining
-  }
-
-  /** Aborted with a LostError when the lease is lost (LOCK-09). */
-  get signal() {
-    return this.#loss.signal
   }
 }
 

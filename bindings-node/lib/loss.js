@@ -80,4 +80,39 @@ class LossSignal {
   }
 }
 
-module.exports = { LossSignal, lostError }
+/**
+ * What a held function sees of its holding's loss (the base of a Lease and
+ * of a HeldSlot): whether and why it was lost, and the signal.
+ */
+class LossView {
+  /** @type {Watched} */
+  #native
+  /** @type {LossSignal} */
+  #loss
+
+  /**
+   * @param {Watched} native
+   * @param {LossSignal} loss
+   */
+  constructor(native, loss) {
+    this.#native = native
+    this.#loss = loss
+  }
+
+  /** Whether it was lost. Once true, it stays true. */
+  get lost() {
+    return this.#native.lost
+  }
+
+  /** Why it was lost, once it was. */
+  get lossReason() {
+    return /** @type {LossReason | null} */ (this.#native.lossReason)
+  }
+
+  /** Aborted with a LostError when it is lost. */
+  get signal() {
+    return this.#loss.signal
+  }
+}
+
+module.exports = { LossSignal, LossView, lostError }

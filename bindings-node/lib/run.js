@@ -27,10 +27,36 @@ function cancelled(signal, message = 'gave up waiting for the key') {
 }
 
 /**
+ * Calls the addon with `call(canceller)`, the canceller cancelled when
+ * `signal` aborts: the addon's error as a JS error, with the signal's
+ * reason as cause once it aborted. A signal aborted before the call asks
+ * nothing of the store (as AbortSignal users expect): rejects CANCELLED
+ * (`message`, the signal's reason as cause).
+ * @template R
+ * @param {(canceller: Canceller | null) => R | PromiseLike<R>} call
+ * @param {AbortSignal | null} signal
+ * @param {string} message
+ * @returns {Promise<R>}
+ */
+async function cancellable(call, signal, message) {
+  if (signal?.aborted) throw cancelled(signal, message)
+  const canceller = signal === null ? null : new native.Canceller()
+  const giveUp = () => canceller?.cancel()
+  signal?.addEventListener('abort', giveUp, { once: true })
+  try {
+    return await call(canceller)
+  } catch (error) {
+    throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
+  } finally {
+    signal?.removeEventListener('abort', giveUp)
+  }
+}
+
+/**
  * Starts holding with `start(canceller)`, given up when `signal` aborts:
- * rejects CANCELLED (`message`, the signal's reason as cause). A signal
- * aborted before the call asks nothing of the store (as AbortSignal users
- * expect); a holding that raced the give-up is ended at once (LOCK-18).
+ * rejects CANCELLED (`message`, the signal's reason as cause), as
+ * `cancellable` does; a holding that raced the give-up is ended at once
+ * (LOCK-18).
  * @template {Ending} H
  * @param {(canceller: Canceller | null) => H | null | PromiseLike<H | null>} start
  * @param {AbortSignal | null} signal
@@ -38,18 +64,7 @@ function cancelled(signal, message = 'gave up waiting for the key') {
  * @returns {Promise<H | null>}
  */
 async function begin(start, signal, message) {
-  if (signal?.aborted) throw cancelled(signal, message)
-  const canceller = signal === null ? null : new native.Canceller()
-  const giveUp = () => canceller?.cancel()
-  signal?.addEventListener('abort', giveUp, { once: true })
-  let holding
-  try {
-    holding = await start(canceller)
-  } catch (error) {
-    throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
-  } finally {
-    signal?.removeEventListener('abort', giveUp)
-  }
+  const holding = await cancellable(start, signal, message)
   if (holding !== null && signal?.aborted) {
     try {
       await holding.end()
@@ -150,4 +165,4 @@ class Held {
   }
 }
 
-module.exports = { begin, run, cancelled, Held }
+module.exports = { cancellable, begin, run, cancelled, Held }

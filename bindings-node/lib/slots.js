@@ -8,14 +8,13 @@
 const native = require('./native')
 const args = require('./args')
 const { LeaseholdError, fromNative } = require('./errors')
-const { LossSignal } = require('./loss')
-const { begin } = require('./run')
+const { LossSignal, LossView } = require('./loss')
+const { begin, cancellable } = require('./run')
 
 /** @typedef {import('./addon').NativeOwner} NativeOwner */
 /** @typedef {import('./addon').NativeSlots} NativeSlots */
 /** @typedef {import('./addon').NativeSlotLease} NativeSlotLease */
 /** @typedef {import('./addon').NativeSlotHolding} NativeSlotHolding */
-/** @typedef {import('../index').LossReason} LossReason */
 
 /** @typedef {import('../index').Owner} PublicOwner */
 /** @typedef {import('../index').Slots} PublicSlots */
@@ -24,6 +23,22 @@ const { begin } = require('./run')
 
 /** The largest slot number and offset: node numbers are 32-bit. */
 const MAX_U32 = 0xffff_ffff
+
+/** The message of an acquire (or a hold's) given up by its signal. */
+const GIVE_UP = 'gave up acquiring a slot'
+
+/**
+ * The options of an acquire and of a hold (`what`: their name in errors):
+ * the preferred slot and the signal that gives up acquiring.
+ * @param {string} what
+ * @param {import('../index').SlotAcquireOptions | undefined} options
+ * @returns {{ preferred: number | null, signal: AbortSignal | null }}
+ */
+function acquireOptions(what, options) {
+  const given = args.options(what, options, ['preferred', 'signal'])
+  const preferred = args.optionalIndex('preferred', given.preferred, MAX_U32)
+  return { preferred, signal: args.signal(given.signal) }
+}
 
 /** @implements {PublicOwner} */
 class Owner {
@@ -139,12 +154,13 @@ class SlotLease {
   }
 }
 
-/** @implements {PublicHeldSlot} */
-class HeldSlot {
+/**
+ * Its loss (`lost`, `lossReason`, `signal`) is a LossView's.
+ * @implements {PublicHeldSlot}
+ */
+class HeldSlot extends LossView {
   /** @type {NativeSlotHolding} */
   #native
-  /** @type {LossSignal} */
-  #loss
 
   /**
    * Made by `slots.hold`; not for callers.
@@ -152,8 +168,8 @@ class HeldSlot {
    * @param {LossSignal} loss
    */
   constructor(native, loss) {
+    super(native, loss)
     this.#native = native
-    this.#loss = loss
     /** The slot, in `[0, limit)`. */
     this.slot = native.slot
     /** The node number for IDs: the slot plus the namespace's offset. */
@@ -196,24 +212,9 @@ class HeldSlot {
     return this.#native.lastIssued
   }
 
-  /** Whether the slot was lost. Once true, it stays true. */
-  get lost() {
-    return this.#native.lost
-  }
-
-  /** Why the slot was lost, once it was. */
-  get lossReason() {
-    return /** @type {LossReason | null} */ (this.#native.lossReason)
-  }
-
   /** Milliseconds left before the holder's deadline (0 once lost). */
   get remaining() {
     return this.#native.remaining
-  }
-
-  /** Aborted with a LostError when the slot is lost. */
-  get signal() {
-    return this.#loss.signal
   }
 }
 
@@ -278,24 +279,13 @@ class Slots {
    */
   async acquire(owner, options) {
     const who = Owner.native(owner)
-    const given = args.options('slot acquire options', options, ['preferred', 'signal'])
-    const preferred = args.optionalIndex('preferred', given.preferred, MAX_U32)
-    const signal = args.signal(given.signal)
-    // An aborted signal asks nothing of the store (as AbortSignal users expect).
-    if (signal?.aborted) {
-      throw new LeaseholdError('CANCELLED', 'gave up acquiring a slot', { cause: signal.reason })
-    }
-    const canceller = signal === null ? null : new native.Canceller()
-    const giveUp = () => canceller?.cancel()
-    signal?.addEventListener('abort', giveUp, { once: true })
-    try {
-      const lease = await this.#native.acquire(who, preferred, canceller)
-      return lease === null ? null : new SlotLease(lease)
-    } catch (error) {
-      throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
-    } finally {
-      signal?.removeEventListener('abort', giveUp)
-    }
+    const { preferred, signal } = acquireOptions('slot acquire options', options)
+    const lease = await cancellable(
+      (canceller) => this.#native.acquire(who, preferred, canceller),
+      signal,
+      GIVE_UP,
+    )
+    return lease === null ? null : new SlotLease(lease)
   }
 
   /**
@@ -318,13 +308,11 @@ class Slots {
   async hold(owner, fn, options) {
     const who = Owner.native(owner)
     args.func(fn)
-    const given = args.options('slot hold options', options, ['preferred', 'signal'])
-    const preferred = args.optionalIndex('preferred', given.preferred, MAX_U32)
-    const signal = args.signal(given.signal)
+    const { preferred, signal } = acquireOptions('slot hold options', options)
     const holding = await begin(
       (canceller) => this.#native.begin(who, preferred, canceller),
       signal,
-      'gave up acquiring a slot',
+      GIVE_UP,
     )
     if (holding === null) return null
     const loss = new LossSignal(holding, 'the slot')
