@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test'
 import * as leasehold from 'leasehold'
 import * as testing from 'leasehold/testing'
 
-import { makeCertificates, repo, startServer } from './helpers/server.mjs'
+import { makeCertificates, repo, serverFixture, startServer } from './helpers/server.mjs'
 
 describe('the server store over TLS', () => {
   /** @type {Awaited<ReturnType<typeof makeCertificates>>} */
@@ -43,12 +43,7 @@ describe('the server store over TLS', () => {
 })
 
 describe('store.holders', () => {
-  /** @type {Awaited<ReturnType<typeof startServer>>} */
-  let server
-  before(async () => {
-    server = await startServer()
-  })
-  after(() => server.stop())
+  const server = serverFixture()
 
   test('lists what is held, on both stores', async () => {
     for (const store of [leasehold.memory(), await leasehold.connect(server.url)]) {

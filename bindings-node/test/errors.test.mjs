@@ -10,14 +10,8 @@ import { test } from 'node:test'
 import { codes, LeaseholdError, LostError, memory } from 'leasehold'
 import { memory as testMemory, panicLater, panicNow } from 'leasehold/testing'
 
+import { fails } from './helpers/errors.mjs'
 import { repo } from './helpers/server.mjs'
-
-/** @param {string} code */
-const fails = (code) => (/** @type {unknown} */ e) => {
-  assert.ok(e instanceof LeaseholdError, `not a LeaseholdError: ${e}`)
-  assert.equal(e.code, code, e.message)
-  return true
-}
 
 // ERR-01: the codes are the contracts' (and docs/errors.md's), in upper snake case.
 test('ERR-01 every code of the contracts, as JS writes it', () => {

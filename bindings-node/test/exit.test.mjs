@@ -8,16 +8,11 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { fileURLToPath } from 'node:url'
-import { after, before, test } from 'node:test'
+import { test } from 'node:test'
 
-import { startServer } from './helpers/server.mjs'
+import { serverFixture } from './helpers/server.mjs'
 
-/** @type {Awaited<ReturnType<typeof startServer>>} */
-let server
-before(async () => {
-  server = await startServer()
-})
-after(() => server.stop())
+const server = serverFixture()
 
 /**
  * Runs a fixture; resolves with its exit code, output and run time, or

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test'
 import { connect, LeaseholdError, LostError, memory } from 'leasehold'
 import { memory as testMemory, VirtualClock } from 'leasehold/testing'
 
-import { startServer } from './helpers/server.mjs'
+import { serverFixture, startServer } from './helpers/server.mjs'
 import { eventually, sleep } from './helpers/wait.mjs'
 
 /** A function whose promise the test settles by hand, recording its lease. */
@@ -227,12 +227,7 @@ function holdSuite(/** @type {string} */ kind, /** @type {() => Promise<any>} */
 holdSuite('embedded', async () => memory())
 
 describe('hold on the server store', () => {
-  /** @type {Awaited<ReturnType<typeof startServer>>} */
-  let server
-  before(async () => {
-    server = await startServer()
-  })
-  after(() => server.stop())
+  const server = serverFixture()
   holdSuite('server', () => connect(server.url))
 
   // LOCK-06: the lease is renewed in the background while the function runs past its ttl.

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test'
 import { connect, LeaseholdError, memory } from 'leasehold'
 import { memory as testMemory, VirtualClock } from 'leasehold/testing'
 
-import { startServer } from './helpers/server.mjs'
+import { serverFixture } from './helpers/server.mjs'
 import { sleep } from './helpers/wait.mjs'
 
 function manualSuite(/** @type {string} */ kind, /** @type {() => Promise<any>} */ open) {
@@ -113,12 +113,7 @@ function manualSuite(/** @type {string} */ kind, /** @type {() => Promise<any>} 
 manualSuite('embedded', async () => memory())
 
 describe('manual leases on the server store', () => {
-  /** @type {Awaited<ReturnType<typeof startServer>>} */
-  let server
-  before(async () => {
-    server = await startServer()
-  })
-  after(() => server.stop())
+  const server = serverFixture()
   manualSuite('server', () => connect(server.url))
 })
 

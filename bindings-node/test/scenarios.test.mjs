@@ -5,10 +5,10 @@
 // spec-tests/README.md for the format.
 
 import assert from 'node:assert/strict'
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 
 import { appliesToServer, loadScenario, runScenario, scenarioFiles } from './helpers/scenarios.mjs'
-import { startServer } from './helpers/server.mjs'
+import { serverFixture } from './helpers/server.mjs'
 
 const files = scenarioFiles()
 const scenarios = files.map(loadScenario)
@@ -27,13 +27,8 @@ describe('shared scenarios on the server store', () => {
   const onServer = scenarios.filter(appliesToServer)
   test('some scenarios apply to the server store', () => assert.ok(onServer.length >= 4))
   for (const scenario of onServer) {
-    /** @type {Awaited<ReturnType<typeof startServer>>} */
-    let server
     describe(scenario.id, () => {
-      before(async () => {
-        server = await startServer()
-      })
-      after(() => server.stop())
+      const server = serverFixture()
       test(`${scenario.id} (${scenario.contracts.join(', ')})`, () =>
         runScenario(scenario, server.url))
     })

@@ -17,15 +17,9 @@ import { after, before, describe, test } from 'node:test'
 import { connect, HeldSlot, LeaseholdError, LostError, memory, Owner } from 'leasehold'
 import { memory as testMemory, VirtualClock } from 'leasehold/testing'
 
-import { startServer } from './helpers/server.mjs'
+import { fails } from './helpers/errors.mjs'
+import { serverFixture } from './helpers/server.mjs'
 import { eventually, sleep } from './helpers/wait.mjs'
-
-/** @param {string} code */
-const fails = (code) => (/** @type {unknown} */ e) => {
-  assert.ok(e instanceof LeaseholdError, `not a LeaseholdError: ${e}`)
-  assert.equal(e.code, code, e.message)
-  return true
-}
 
 /**
  * Waits until `signal` aborted (at most `ms`), and returns its reason.
@@ -214,12 +208,7 @@ function slotHoldSuite(/** @type {string} */ kind, /** @type {() => Promise<any>
 slotHoldSuite('embedded', async () => memory())
 
 describe('slots.hold on the server store', () => {
-  /** @type {Awaited<ReturnType<typeof startServer>>} */
-  let server
-  before(async () => {
-    server = await startServer()
-  })
-  after(() => server.stop())
+  const server = serverFixture()
   slotHoldSuite('server', () => connect(server.url))
 
   // SLOT-04, SLOT-05 end to end: a hold longer than its ttl is renewed in

@@ -19,15 +19,8 @@ import {
 } from 'leasehold'
 import { memory as testMemory, VirtualClock } from 'leasehold/testing'
 
-import { startServer } from './helpers/server.mjs'
-
-/** @param {string} code */
-const fails = (code) => (/** @type {unknown} */ e) => {
-  assert.ok(e instanceof LeaseholdError, `not a LeaseholdError: ${e}`)
-  assert.equal(e.code, code, e.message)
-  assert.equal(isTimeout(e), false)
-  return true
-}
+import { fails } from './helpers/errors.mjs'
+import { serverFixture, startServer } from './helpers/server.mjs'
 
 /**
  * The lease `slots.acquire` answers, which must not be `null`.
@@ -256,12 +249,7 @@ function slotSuite(/** @type {string} */ kind, /** @type {() => Promise<any>} */
 slotSuite('embedded', async () => memory())
 
 describe('slot leases on the server store', () => {
-  /** @type {Awaited<ReturnType<typeof startServer>>} */
-  let server
-  before(async () => {
-    server = await startServer()
-  })
-  after(() => server.stop())
+  const server = serverFixture()
   slotSuite('server', () => connect(server.url))
 })
 

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { after, before } from 'node:test'
 import { fileURLToPath } from 'node:url'
 
 /** The workspace's root folder. */
@@ -90,6 +91,32 @@ export async function startServer(options = {}) {
       await rm(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * A server store for the tests of the enclosing `describe` (or of the file,
+ * at its top level): started before them, stopped after them. Its fields
+ * (`url`, `freeze`, …) are those of `startServer`'s, read once the tests run.
+ * @returns {Awaited<ReturnType<typeof startServer>>}
+ */
+export function serverFixture() {
+  /** @type {Awaited<ReturnType<typeof startServer>> | null} */
+  let server = null
+  before(async () => {
+    server = await startServer()
+  })
+  after(() => server?.stop())
+  return /** @type {Awaited<ReturnType<typeof startServer>>} */ (
+    new Proxy(
+      {},
+      {
+        get(_, field) {
+          if (server === null) throw new Error('the server fixture is read before its tests run')
+          return server[/** @type {keyof typeof server} */ (field)]
+        },
+      },
+    )
+  )
 }
 
 /**
