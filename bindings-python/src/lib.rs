@@ -41,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(testing::memory_with, m)?)?;
     m.add_function(wrap_pyfunction!(testing::parse_duration, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_codes, m)?)?;
+    m.add("SLOT_DEFAULT_LIMIT", leasehold::slots::DEFAULT_LIMIT)?;
     m.add_function(wrap_pyfunction!(errors::error_for_code, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

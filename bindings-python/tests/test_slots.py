@@ -41,6 +41,17 @@ def test_an_owner_has_a_key_and_an_instance() -> None:
 
 # SLOT-01: the held slot, then preferred, then the key's last slot, then the lowest free; Exhausted.
 # SLOT-08: every new lease's fence is larger than the ones before.
+def test_a_namespace_without_options_has_the_cores_defaults() -> None:
+    slots = leasehold.memory().slots("defaults")
+    assert (slots.limit, slots.offset, slots.ttl, slots.tolerance, slots.margin) == (
+        1024,
+        0,
+        10,
+        1,
+        1,
+    )
+
+
 async def test_SLOT_01_acquire_tries_held_preferred_last_lowest(
     store: leasehold.Store, namespace: str
 ) -> None:

@@ -7,6 +7,8 @@ from typing import ClassVar, final
 from ._types import Duration
 
 __version__: str
+SLOT_DEFAULT_LIMIT: int
+"""The core's number of slots of a namespace that does not set one."""
 
 @final
 class Lease:

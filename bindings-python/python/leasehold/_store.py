@@ -134,7 +134,7 @@ class Store:
         self,
         name: str,
         *,
-        limit: int = 1024,
+        limit: int = _native.SLOT_DEFAULT_LIMIT,
         ttl: Duration | None = None,
         tolerance: Duration | None = None,
         offset: int = 0,

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorKind, Result};
 use crate::names;
 
-pub use handle::{Slots, SlotsBuilder};
+pub use handle::{Slots, SlotsBuilder, DEFAULT_LIMIT, DEFAULT_TIMEOUT, DEFAULT_TOLERANCE};
 pub use holding::{HeldSlot, SlotHolding};
 pub use table::SlotTable;
 
