@@ -20,7 +20,7 @@ RUST_TEST_EXCLUDE :=
 DEMO_HOLDERS :=
 -include mk/*.mk
 
-toolchain:
+toolchain: protoc
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
@@ -43,7 +43,7 @@ fmt-check: toolchain
 clippy: toolchain
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-rust-test:
+rust-test: etcd
 	$(CARGO) test --workspace --locked $(RUST_TEST_EXCLUDE)
 
 coverage:
@@ -62,9 +62,7 @@ bench-embedded:
 
 # Leasehold's server store vs etcd and Redis on this machine (docs/benchmarks.md).
 # Installs etcd, Redis and protoc (etcd-client's build needs it) when missing.
-bench-compare:
-	@command -v etcd >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server; }
+bench-compare: etcd protoc
 	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
-	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler; }
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin compare

@@ -20,10 +20,13 @@
 //! ```
 
 pub mod clock;
+mod connect;
 pub mod driver;
 pub mod duration;
 mod engine;
 mod error;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod fence;
 mod ids;
 mod lease;
@@ -39,6 +42,7 @@ pub mod slots;
 mod store;
 pub mod table;
 
+pub use connect::ConnectOptions;
 pub use engine::{HoldOptions, Holding};
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{LeaseId, RequestId};

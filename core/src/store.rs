@@ -117,7 +117,8 @@ impl Store {
     }
 
     /// The server store at `url` (`leasehold://host:port`, or `leaseholds://`
-    /// for TLS), kept connected in the background.
+    /// for TLS), or a store on etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
+    /// `etcds://`; the core's feature `etcd`), kept connected in the background.
     ///
     /// ```no_run
     /// # async fn f() -> leasehold::Result<()> {
@@ -128,6 +129,18 @@ impl Store {
     /// ```
     pub async fn connect(url: &str, options: ConnectOptions) -> Result<Store> {
         let runtime = runtime::current_or_global();
+        if url.starts_with("etcd://") || url.starts_with("etcds://") {
+            #[cfg(feature = "etcd")]
+            {
+                let driver = crate::etcd::EtcdDriver::connect(url, options, &runtime).await?;
+                return Ok(Store::from_driver(Arc::new(driver), runtime));
+            }
+            #[cfg(not(feature = "etcd"))]
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "this build of Leasehold has no etcd store (the core's cargo feature `etcd`)",
+            ));
+        }
         let driver = RemoteDriver::connect(url, options, &runtime).await?;
         Ok(Store::from_driver(Arc::new(driver), runtime))
     }

@@ -17,9 +17,10 @@ use tokio_util::bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{self, Frames, Welcome};
-use super::options::{ConnectOptions, Target};
+use super::options::Target;
 use super::protocol::{self, millis, ClientFrame, Reply, Request, ServerFrame, WireGrant};
 use crate::clock::Clock;
+use crate::connect::ConnectOptions;
 use crate::driver::{
     loss_channel, Acquire, Capabilities, Driver, GiveUp, Grant, Granted, HoldRequest, HolderInfo,
     LossSender,

@@ -12,8 +12,9 @@ use tokio_rustls::TlsConnector;
 use tokio_util::bytes::Bytes;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
-use super::options::{ConnectOptions, Target};
+use super::options::Target;
 use super::protocol::{self, ClientFrame, Role, ServerFrame};
+use crate::connect::ConnectOptions;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A byte stream a connection runs over.

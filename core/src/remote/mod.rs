@@ -6,6 +6,7 @@ mod connection;
 mod options;
 pub mod protocol;
 
+pub use crate::connect::ConnectOptions;
 pub use client::RemoteDriver;
 pub use connection::codec;
-pub use options::{ConnectOptions, Target, DEFAULT_PORT};
+pub use options::{Target, DEFAULT_PORT};

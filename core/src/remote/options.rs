@@ -1,57 +1,11 @@
 //! Where and how to reach a server store.
 
-use std::time::Duration;
-
 use url::Url;
 
 use crate::error::{Error, ErrorKind, Result};
 
 /// The port a server store listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 7450;
-
-/// How to connect to a server store.
-///
-/// ```
-/// use leasehold::remote::ConnectOptions;
-/// let options = ConnectOptions::default().token("s3cret");
-/// assert_eq!(options.token.as_deref(), Some("s3cret"));
-/// ```
-#[derive(Debug, Clone)]
-pub struct ConnectOptions {
-    /// The token the server's tokens file gives a role (LOCK-14).
-    pub token: Option<String>,
-    /// PEM certificates to trust for `leaseholds://` (the server's CA).
-    pub ca_pem: Option<Vec<u8>>,
-    /// How long one connection attempt may take.
-    pub connect_timeout: Duration,
-    /// The largest frame this client sends or accepts.
-    pub max_frame: usize,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> ConnectOptions {
-        ConnectOptions {
-            token: None,
-            ca_pem: None,
-            connect_timeout: Duration::from_secs(5),
-            max_frame: super::protocol::DEFAULT_MAX_FRAME,
-        }
-    }
-}
-
-impl ConnectOptions {
-    /// With this token.
-    pub fn token(mut self, token: impl Into<String>) -> ConnectOptions {
-        self.token = Some(token.into());
-        self
-    }
-
-    /// Trusting these PEM certificates for TLS.
-    pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> ConnectOptions {
-        self.ca_pem = Some(pem.into());
-        self
-    }
-}
 
 /// A parsed `leasehold://host:port` or `leaseholds://host:port` address.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -38,6 +38,8 @@ use crate::names;
 
 pub use handle::{Slots, SlotsBuilder, DEFAULT_LIMIT, DEFAULT_TIMEOUT, DEFAULT_TOLERANCE};
 pub use holding::{HeldSlot, SlotHolding};
+#[cfg(feature = "etcd")]
+pub(crate) use table::Slot;
 pub use table::SlotTable;
 
 /// The most slots a namespace may have.

@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 use super::{AcquireResult, NamespaceSpec, Owner, SlotLease, SlotRequest};
 use crate::error::{Error, ErrorKind, Result};
 
@@ -12,21 +14,23 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-#[derive(Debug, Clone)]
-struct Holder {
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Holder {
     owner: Owner,
-    fence: u64,
+    pub(crate) fence: u64,
     floor: u64,
     expires_at: u64,
     ceiling: u64,
 }
 
-#[derive(Debug, Clone)]
-struct Slot {
+/// One slot's state: what a store that keeps each slot in a record of its
+/// own (etcd) writes, one compare-and-set per change (DIST-07).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Slot {
     /// The floor of the slot's next holder.
     floor: u64,
     /// The current holder, or the last one if it expired unreleased.
-    holder: Option<Holder>,
+    pub(crate) holder: Option<Holder>,
     /// Who released the slot last, and under which fence: a retried release answers `true` again.
     released: Option<(Owner, u64)>,
 }
@@ -62,6 +66,43 @@ impl SlotTable {
             max_ceiling: base_floor,
             ..SlotTable::default()
         }
+    }
+
+    #[cfg(feature = "etcd")]
+    /// A table of one namespace, made from the records of its slots (a
+    /// store that keeps each slot apart reads them, then writes back the
+    /// one slot a call changed, [`SlotTable::slot_record`]).
+    pub(crate) fn of_records(
+        name: &str,
+        spec: NamespaceSpec,
+        slots: Vec<(u32, Slot)>,
+    ) -> SlotTable {
+        let mut last: HashMap<String, (u64, u32)> = HashMap::new();
+        for (slot, state) in &slots {
+            let holder = state.holder.as_ref().map(|h| (&h.owner, h.fence));
+            if let Some((owner, fence)) = holder.or(state.released.as_ref().map(|(o, f)| (o, *f))) {
+                let entry = last.entry(owner.key().to_owned()).or_insert((fence, *slot));
+                if fence >= entry.0 {
+                    *entry = (fence, *slot);
+                }
+            }
+        }
+        let mut table = SlotTable::new(0);
+        table.namespaces.insert(
+            name.to_owned(),
+            Namespace {
+                spec,
+                slots: slots.into_iter().collect(),
+                last_by_key: last.into_iter().map(|(k, (_, s))| (k, s)).collect(),
+            },
+        );
+        table
+    }
+
+    #[cfg(feature = "etcd")]
+    /// One slot's record as the table has it now.
+    pub(crate) fn slot_record(&self, name: &str, slot: u32) -> Option<Slot> {
+        self.namespaces.get(name)?.slots.get(&slot).cloned()
     }
 
     /// Fixes a namespace's parameters as a store's journal recorded them.

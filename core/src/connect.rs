@@ -1,0 +1,90 @@
+//! How to connect to a store reached over a network: the server store
+//! (`leasehold://`, `leaseholds://`) or etcd (`etcd://`, `etcds://`).
+
+use std::time::Duration;
+
+/// How to connect to a store over a network. Options a store does not use
+/// are ignored by it (a token by etcd, a user by the server store).
+///
+/// ```
+/// use leasehold::remote::ConnectOptions;
+/// let options = ConnectOptions::default().token("s3cret");
+/// assert_eq!(options.token.as_deref(), Some("s3cret"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    /// The token the server's tokens file gives a role (LOCK-14).
+    pub token: Option<String>,
+    /// PEM certificates to trust for TLS (the server's or the etcd cluster's CA).
+    pub ca_pem: Option<Vec<u8>>,
+    /// The etcd user (also given as `etcd://user:password@host/`).
+    pub user: Option<String>,
+    /// The etcd user's password.
+    pub password: Option<String>,
+    /// A PEM client certificate for TLS client authentication (etcd's `--client-cert-auth`).
+    pub client_cert_pem: Option<Vec<u8>>,
+    /// The PEM private key of `client_cert_pem`.
+    pub client_key_pem: Option<Vec<u8>>,
+    /// Opens an etcd older than the releases that fixed the lease and
+    /// revision bugs the contracts depend on (DIST-08); off by default.
+    pub accept_old_etcd: bool,
+    /// How long one connection attempt may take; on etcd, also the bound
+    /// of every call the driver makes.
+    pub connect_timeout: Duration,
+    /// The largest frame this client sends or accepts (server store).
+    pub max_frame: usize,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> ConnectOptions {
+        ConnectOptions {
+            token: None,
+            ca_pem: None,
+            user: None,
+            password: None,
+            client_cert_pem: None,
+            client_key_pem: None,
+            accept_old_etcd: false,
+            connect_timeout: Duration::from_secs(5),
+            max_frame: crate::remote::protocol::DEFAULT_MAX_FRAME,
+        }
+    }
+}
+
+impl ConnectOptions {
+    /// With this token.
+    pub fn token(mut self, token: impl Into<String>) -> ConnectOptions {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Trusting these PEM certificates for TLS.
+    pub fn ca_pem(mut self, pem: impl Into<Vec<u8>>) -> ConnectOptions {
+        self.ca_pem = Some(pem.into());
+        self
+    }
+
+    /// As this etcd user.
+    pub fn user(mut self, user: impl Into<String>, password: impl Into<String>) -> ConnectOptions {
+        self.user = Some(user.into());
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Presenting this PEM client certificate and key over TLS.
+    pub fn client_cert(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> ConnectOptions {
+        self.client_cert_pem = Some(cert_pem.into());
+        self.client_key_pem = Some(key_pem.into());
+        self
+    }
+
+    /// Accepting an etcd older than DIST-08's minimum versions.
+    pub fn accept_old_etcd(mut self, accept: bool) -> ConnectOptions {
+        self.accept_old_etcd = accept;
+        self
+    }
+}

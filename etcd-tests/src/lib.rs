@@ -1,0 +1,297 @@
+//! Real etcd members for the tests, on free loopback ports: a cluster of
+//! one or three started from a binary (`LEASEHOLD_ETCD`, the etcd 3.6 that
+//! `make etcd` builds; `LEASEHOLD_ETCD_34`, Debian's 3.4), members killed,
+//! frozen, restarted on their data dirs, and the leader found or moved.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// Which etcd to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Etcd {
+    /// The current line (3.6), built by `make etcd`.
+    Current,
+    /// Debian's `etcd-server` (3.4), which DIST-08 refuses unless accepted.
+    Debian34,
+}
+
+impl Etcd {
+    /// The binary's path; panics, saying how to get it, when it is missing.
+    pub fn binary(self) -> PathBuf {
+        let (var, hint) = match self {
+            Etcd::Current => (
+                "LEASEHOLD_ETCD",
+                "run `make etcd` (or `make test`), which builds it",
+            ),
+            Etcd::Debian34 => (
+                "LEASEHOLD_ETCD_34",
+                "install Debian's etcd-server (`make test` does)",
+            ),
+        };
+        let path = std::env::var_os(var)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| match self {
+                Etcd::Current => Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/etcd/etcd"),
+                Etcd::Debian34 => PathBuf::from("/usr/bin/etcd"),
+            });
+        assert!(
+            path.is_file(),
+            "no etcd at {} ({var}): {hint}",
+            path.display()
+        );
+        path
+    }
+}
+
+/// One member of a test cluster.
+#[derive(Debug)]
+pub struct Member {
+    /// Its name in the cluster.
+    pub name: String,
+    /// Where clients reach it.
+    pub client_port: u16,
+    peer_port: u16,
+    data_dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Member {
+    /// `127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.client_port)
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+}
+
+/// A cluster of real etcd members on loopback.
+#[derive(Debug)]
+pub struct Cluster {
+    /// The members, in the order they were made.
+    pub members: Vec<Member>,
+    etcd: Etcd,
+    binary: PathBuf,
+    initial: String,
+    _dir: tempfile::TempDir,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+impl Cluster {
+    /// Starts `n` members of `etcd` and waits until the cluster has a leader.
+    pub async fn start(etcd: Etcd, n: usize) -> Cluster {
+        let binary = etcd.binary();
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let members: Vec<Member> = (0..n)
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client_port: free_port(),
+                peer_port: free_port(),
+                data_dir: dir.path().join(format!("m{i}")),
+                child: None,
+            })
+            .collect();
+        let initial = members
+            .iter()
+            .map(|m| format!("{}=http://127.0.0.1:{}", m.name, m.peer_port))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cluster = Cluster {
+            members,
+            etcd,
+            binary,
+            initial,
+            _dir: dir,
+        };
+        for i in 0..n {
+            cluster.spawn(i);
+        }
+        cluster.wait_for_leader(Duration::from_secs(30)).await;
+        cluster
+    }
+
+    /// Which etcd runs.
+    pub fn etcd(&self) -> Etcd {
+        self.etcd
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let m = &self.members[i];
+        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let peer = format!("http://127.0.0.1:{}", m.peer_port);
+        let child = Command::new(&self.binary)
+            .args(["--name", &m.name])
+            .arg("--data-dir")
+            .arg(&m.data_dir)
+            .args([
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+            ])
+            .args([
+                "--listen-peer-urls",
+                &peer,
+                "--initial-advertise-peer-urls",
+                &peer,
+            ])
+            .args(["--initial-cluster", &self.initial])
+            .args([
+                "--initial-cluster-state",
+                "new",
+                "--initial-cluster-token",
+                "leasehold-tests",
+            ])
+            // A 1 s ttl is honoured only with fast elections (etcd's minimum
+            // lease ttl is 1.5 election timeouts).
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(["--logger", "zap", "--log-level", "error"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", self.binary.display()));
+        self.members[i].child = Some(child);
+    }
+
+    /// `etcd://` with every member, and `prefix` as the key prefix.
+    pub fn url(&self, prefix: &str) -> String {
+        let hosts: Vec<String> = self.members.iter().map(Member::endpoint).collect();
+        format!("etcd://{}/{prefix}", hosts.join(","))
+    }
+
+    /// The client endpoints of the running members.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members
+            .iter()
+            .filter(|m| m.child.is_some())
+            .map(|m| format!("http://{}", m.endpoint()))
+            .collect()
+    }
+
+    /// An admin client on the running members.
+    pub async fn client(&self) -> etcd_client::Client {
+        let options =
+            etcd_client::ConnectOptions::new().with_connect_timeout(Duration::from_secs(2));
+        etcd_client::Client::connect(self.endpoints(), Some(options))
+            .await
+            .expect("an admin client")
+    }
+
+    /// The index of the current leader, asking each running member.
+    pub async fn leader(&self) -> Option<usize> {
+        let mut ids = Vec::new();
+        let mut leader = None;
+        for m in &self.members {
+            if m.child.is_none() {
+                ids.push(None);
+                continue;
+            }
+            let endpoint = format!("http://{}", m.endpoint());
+            let options = etcd_client::ConnectOptions::new()
+                .with_connect_timeout(Duration::from_millis(500))
+                .with_timeout(Duration::from_millis(500));
+            let status = match etcd_client::Client::connect([endpoint], Some(options)).await {
+                Ok(mut c) => c.status().await.ok(),
+                Err(_) => None,
+            };
+            ids.push(
+                status
+                    .as_ref()
+                    .and_then(|s| s.header().map(|h| h.member_id())),
+            );
+            if let Some(s) = status.filter(|s| s.leader() != 0) {
+                leader = Some(s.leader());
+            }
+        }
+        let leader = leader?;
+        ids.iter().position(|id| *id == Some(leader))
+    }
+
+    /// Waits until a leader is known, or panics after `within`.
+    pub async fn wait_for_leader(&self, within: Duration) -> usize {
+        let until = Instant::now() + within;
+        loop {
+            if let Some(i) = self.leader().await {
+                return i;
+            }
+            assert!(
+                Instant::now() < until,
+                "the etcd cluster has no leader after {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// kill -9 of member `i`.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.members[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts member `i` again on its data dir.
+    pub fn restart(&mut self, i: usize) {
+        assert!(self.members[i].child.is_none(), "member {i} still runs");
+        self.spawn(i);
+    }
+
+    /// SIGSTOP of member `i`, returning once the process is stopped.
+    pub fn freeze(&self, i: usize) {
+        let pid = self.members[i].pid().expect("a running member");
+        signal(pid, Signal::SIGSTOP);
+        let status = format!("/proc/{pid}/stat");
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until {
+            let stopped = std::fs::read_to_string(&status)
+                .ok()
+                .and_then(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .map(|rest| rest.trim_start().starts_with('T'))
+                })
+                .unwrap_or(false);
+            if stopped {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("member {i} did not stop");
+    }
+
+    /// SIGCONT of member `i`.
+    pub fn thaw(&self, i: usize) {
+        let pid = self.members[i].pid().expect("a running member");
+        signal(pid, Signal::SIGCONT);
+    }
+}
+
+fn signal(pid: u32, signal: Signal) {
+    let pid = Pid::from_raw(i32::try_from(pid).expect("a pid"));
+    kill(pid, signal).expect("signal an etcd member");
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.members.len() {
+            if let Some(pid) = self.members[i].pid() {
+                let _ = kill(Pid::from_raw(pid as i32), Signal::SIGCONT);
+            }
+            self.kill(i);
+        }
+    }
+}
