@@ -154,11 +154,27 @@ impl EtcdDriver {
                 Err(_) => return Err(super::errors::timed_out("connecting to etcd")),
             };
         let calls = Calls { client, timeout };
-        let mut maintenance = calls.client.maintenance_client();
-        let status = calls
-            .bounded("reading etcd's version", maintenance.status())
-            .await?;
-        version::check(status.version(), options.accept_old_etcd)?;
+        let status = || {
+            let mut maintenance = calls.client.maintenance_client();
+            async move { maintenance.status().await }
+        };
+        let server_version = match calls.bounded("reading etcd's version", status).await {
+            Ok(status) => status.version().to_owned(),
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => {
+                let tls = match target.tls {
+                    true => Some(crate::remote::tls_connector(&options)?),
+                    false => None,
+                };
+                let read = tokio::time::timeout(
+                    timeout,
+                    version::over_http(&target.endpoints[0], tls.as_ref()),
+                );
+                read.await
+                    .unwrap_or_else(|_| Err(super::errors::timed_out("reading etcd's version")))?
+            }
+            Err(e) => return Err(e),
+        };
+        version::check(&server_version, options.accept_old_etcd)?;
         let closed = CancellationToken::new();
         let _enter = runtime.enter();
         let watcher = Watcher::start(calls.client.clone(), closed.clone());
@@ -176,12 +192,12 @@ impl EtcdDriver {
 
     /// The version the member this driver reached reports.
     pub async fn server_version(&self) -> Result<String> {
-        let mut maintenance = self.shared.calls.client.maintenance_client();
-        let status = self
-            .shared
-            .calls
-            .bounded("reading etcd's version", maintenance.status())
-            .await?;
+        let calls = &self.shared.calls;
+        let status = || {
+            let mut maintenance = calls.client.maintenance_client();
+            async move { maintenance.status().await }
+        };
+        let status = calls.bounded("reading etcd's version", status).await?;
         Ok(status.version().to_owned())
     }
 }
@@ -535,15 +551,14 @@ impl Driver for EtcdDriver {
             ));
         }
         let ttls = futures::future::join_all(holders.iter().map(|(_, lease)| {
-            let mut client = s.calls.client.lease_client();
             let lease = *lease;
             async move {
-                let options = etcd_client::LeaseTimeToLiveOptions::new();
+                let read = || {
+                    let mut client = s.calls.client.lease_client();
+                    async move { client.time_to_live(lease, None).await }
+                };
                 s.calls
-                    .bounded(
-                        "reading a lease's ttl",
-                        client.time_to_live(lease, Some(options)),
-                    )
+                    .bounded("reading a lease's ttl", read)
                     .await
                     .ok()
                     .and_then(|r| u64::try_from(r.ttl()).ok())

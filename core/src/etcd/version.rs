@@ -37,6 +37,76 @@ fn parse(version: &str) -> Option<(u64, u64, u64)> {
     Some((parts.next()??, parts.next()??, parts.next()??))
 }
 
+/// The version etcd serves at `/version` on a client URL (`http://` or
+/// `https://` `host:port`), for a user whom etcd does not let read its
+/// status (`Status` is for admins when auth is on).
+pub(crate) async fn over_http(
+    endpoint: &str,
+    tls: Option<&tokio_rustls::TlsConnector>,
+) -> Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let unreadable = |why: String| {
+        Error::new(
+            ErrorKind::Unavailable,
+            format!("reading etcd's version from {endpoint}/version: {why}"),
+        )
+    };
+    let authority = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    let host = authority
+        .rsplit_once(':')
+        .map_or(authority, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let request =
+        format!("GET /version HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    let tcp = tokio::net::TcpStream::connect(authority)
+        .await
+        .map_err(|e| unreadable(e.to_string()))?;
+    let mut response = Vec::new();
+    match tls {
+        Some(tls) => {
+            let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.to_owned())
+                .map_err(|e| unreadable(e.to_string()))?;
+            let mut stream = tls
+                .connect(name, tcp)
+                .await
+                .map_err(|e| unreadable(e.to_string()))?;
+            stream
+                .write_all(request.as_bytes())
+                .await
+                .map_err(|e| unreadable(e.to_string()))?;
+            let _ = stream.read_to_end(&mut response).await;
+        }
+        None => {
+            let mut stream = tcp;
+            stream
+                .write_all(request.as_bytes())
+                .await
+                .map_err(|e| unreadable(e.to_string()))?;
+            stream
+                .read_to_end(&mut response)
+                .await
+                .map_err(|e| unreadable(e.to_string()))?;
+        }
+    }
+    let text = String::from_utf8_lossy(&response);
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let start = body
+        .find('{')
+        .ok_or_else(|| unreadable("no JSON in the answer".into()))?;
+    let end = body
+        .rfind('}')
+        .ok_or_else(|| unreadable("no JSON in the answer".into()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&body[start..=end]).map_err(|e| unreadable(e.to_string()))?;
+    json.get("etcdserver")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| unreadable("no etcdserver field".into()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,4 +9,6 @@ pub mod protocol;
 pub use crate::connect::ConnectOptions;
 pub use client::RemoteDriver;
 pub use connection::codec;
+#[cfg(feature = "etcd")]
+pub(crate) use connection::tls_connector;
 pub use options::{Target, DEFAULT_PORT};
