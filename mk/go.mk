@@ -53,7 +53,7 @@ go-lint:
 	cd $(GO_DIR) && $(GO) vet ./...
 
 go-test: SHELL := /bin/bash
-go-test: go-toolchain ffi-header-check go-lib ffi-smoke go-lint
+go-test: etcd go-toolchain ffi-header-check go-lib ffi-smoke go-lint
 	cd $(GO_DIR) && GODEBUG=cgocheck=1 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO) test -race -count=1 ./...
 
 ffi-smoke: SHELL := /bin/bash

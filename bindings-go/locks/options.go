@@ -6,7 +6,8 @@ import (
 )
 
 // Option sets an option of OpenLock (TTL, MaxHold, Wait, Margin), of a
-// call that waits (Wait), of Connect (Token, CA), of Store.Slots (Limit,
+// call that waits (Wait), of Connect (Token, CA, User, ClientCert,
+// AcceptOldEtcd), of Store.Slots (Limit,
 // TTL, Tolerance, Offset, Timeout, Margin) or of Slots.Acquire and
 // Slots.Hold (Preferred). A call given an option it does not take fails
 // ErrInvalidArgument.
@@ -19,6 +20,9 @@ type settings struct {
 	ttl, maxHold, wait, margin *time.Duration
 	token                      *string
 	caPEM                      []byte
+	user, password             *string
+	clientCert, clientKey      []byte
+	acceptOldEtcd              bool
 	tolerance, timeout         *time.Duration
 	limit, offset, preferred   *uint32
 }
@@ -57,6 +61,28 @@ func Token(t string) Option {
 // CA trusts these PEM certificates for a leaseholds:// (TLS) connection.
 func CA(pem []byte) Option {
 	return Option{"CA", func(s *settings) { s.caPEM = append([]byte(nil), pem...) }}
+}
+
+// User connects to etcd as this user, with this password (etcd's
+// authentication; the server store ignores it).
+func User(name, password string) Option {
+	return Option{"User", func(s *settings) { s.user, s.password = &name, &password }}
+}
+
+// ClientCert presents this PEM client certificate and its PEM private key
+// over TLS (etcds:// with etcd's --client-cert-auth).
+func ClientCert(certPEM, keyPEM []byte) Option {
+	return Option{"ClientCert", func(s *settings) {
+		s.clientCert = append([]byte(nil), certPEM...)
+		s.clientKey = append([]byte(nil), keyPEM...)
+	}}
+}
+
+// AcceptOldEtcd opens an etcd older than the releases that fixed the lease
+// and revision bugs the contracts depend on (3.4.32, 3.5.14), which Connect
+// refuses otherwise (DIST-08; docs/etcd.md).
+func AcceptOldEtcd() Option {
+	return Option{"AcceptOldEtcd", func(s *settings) { s.acceptOldEtcd = true }}
 }
 
 // collect applies opts for call, refusing an option not among allowed.

@@ -1,5 +1,6 @@
 package locks
 
+// #include <stdlib.h>
 // #include "leasehold.h"
 import "C"
 
@@ -7,10 +8,11 @@ import (
 	"context"
 	"runtime"
 	"time"
+	"unsafe"
 )
 
-// Store grants leases: the embedded store (Memory) or the server store
-// (Connect). Safe for concurrent use. Close it when done; a finalizer
+// Store grants leases: the embedded store (Memory), the server store or
+// etcd (Connect). Safe for concurrent use. Close it when done; a finalizer
 // closes a store that was dropped unclosed.
 type Store struct {
 	h C.lh_store
@@ -33,29 +35,61 @@ func Memory() *Store {
 	return newStore(h)
 }
 
-// Connect connects to the server store at url ("leasehold://host:port", or
-// "leaseholds://" for TLS), with the options Token and CA. It blocks until
-// connected, or until ctx ends (ErrCancelled).
+// Connect connects to the store at url, blocking until connected or until
+// ctx ends (ErrCancelled): the server store ("leasehold://host:port", or
+// "leaseholds://" for TLS) with the options Token and CA, or etcd
+// ("etcd://h1:2379,h2:2379/PREFIX", or "etcds://" for TLS; DIST-01) with
+// the options User, CA, ClientCert and AcceptOldEtcd (docs/etcd.md).
 func Connect(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	s, err := collect("Connect", opts, "Token", "CA")
+	s, err := collect("Connect", opts, "Token", "CA", "User", "ClientCert", "AcceptOldEtcd")
 	if err != nil {
 		return nil, err
 	}
-	token := ""
-	if s.token != nil {
-		token = *s.token
-	}
+	o, free := s.connectOptions()
+	defer free()
 	var h C.lh_store
 	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
 		u, un := cstr(url)
-		t, tn := cstr(token)
-		ca, can := cbytes(s.caPEM)
-		return C.lh_store_connect(u, un, t, tn, ca, can, c, &h)
+		return C.lh_store_connect(u, un, o, c, &h)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return newStore(h), nil
+}
+
+// connectOptions copies the options of Connect into C memory (no Go
+// pointer inside a struct passed to C), freed by free after the call.
+func (s settings) connectOptions() (o *C.lh_connect_options, free func()) {
+	var owned []unsafe.Pointer
+	put := func(b []byte) (*C.uint8_t, C.size_t) {
+		if len(b) == 0 {
+			return nil, 0
+		}
+		p := C.CBytes(b)
+		owned = append(owned, p)
+		return (*C.uint8_t)(p), C.size_t(len(b))
+	}
+	text := func(t *string) []byte {
+		if t == nil {
+			return nil
+		}
+		return []byte(*t)
+	}
+	o = (*C.lh_connect_options)(C.calloc(1, C.size_t(unsafe.Sizeof(C.lh_connect_options{}))))
+	owned = append(owned, unsafe.Pointer(o))
+	o.token, o.token_len = put(text(s.token))
+	o.ca_pem, o.ca_pem_len = put(s.caPEM)
+	o.user, o.user_len = put(text(s.user))
+	o.password, o.password_len = put(text(s.password))
+	o.client_cert_pem, o.client_cert_pem_len = put(s.clientCert)
+	o.client_key_pem, o.client_key_pem_len = put(s.clientKey)
+	o.accept_old_etcd = C.bool(s.acceptOldEtcd)
+	return o, func() {
+		for _, p := range owned {
+			C.free(p)
+		}
+	}
 }
 
 // Close closes the store: every lease it gave ends, every waiting call fails

@@ -11,7 +11,7 @@
 
 // The version of the ABI: the header's `LH_ABI_VERSION` must equal
 // [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-#define LH_ABI_VERSION 2
+#define LH_ABI_VERSION 3
 
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
 #define LH_CODE_COUNT 15
@@ -263,6 +263,39 @@ typedef struct {
   // last confirmed call + ttl − margin), in nanoseconds; 0 once lost.
   uint64_t remaining_ns;
 } lh_held_slot_info;
+
+// How `lh_store_connect` connects. Each text is a pointer and a length,
+// NULL with length 0 meaning "not given"; an option a store does not use
+// is ignored by it (`token` by etcd, `user` by the server store).
+typedef struct {
+  // The token the server's tokens file gives a role (LOCK-14).
+  const uint8_t *token;
+  // The length of `token`.
+  size_t token_len;
+  // PEM certificates to trust for TLS (the server's or the etcd cluster's CA).
+  const uint8_t *ca_pem;
+  // The length of `ca_pem`.
+  size_t ca_pem_len;
+  // The etcd user.
+  const uint8_t *user;
+  // The length of `user`.
+  size_t user_len;
+  // The etcd user's password.
+  const uint8_t *password;
+  // The length of `password`.
+  size_t password_len;
+  // A PEM client certificate for TLS client authentication (etcd).
+  const uint8_t *client_cert_pem;
+  // The length of `client_cert_pem`.
+  size_t client_cert_pem_len;
+  // The PEM private key of `client_cert_pem`.
+  const uint8_t *client_key_pem;
+  // The length of `client_key_pem`.
+  size_t client_key_pem_len;
+  // Opens an etcd older than the releases that fixed the bugs DIST-08
+  // names (refused when false).
+  bool accept_old_etcd;
+} lh_connect_options;
 
 // A virtual clock: it stands still until `lh_clock_advance` moves it.
 typedef struct {
@@ -618,20 +651,20 @@ lh_error *lh_slot_holding_end(lh_slot_holding holding);
 // `out` must be NULL (an error) or valid for a write.
 lh_error *lh_store_memory(lh_store *out);
 
-// Connects to the server store at `url` (`leasehold://host:port`, or
-// `leaseholds://` for TLS), blocking until connected. `token` (NULL/0: none)
-// admits the connection (LOCK-14); `ca_pem` (NULL/0: none) are PEM
-// certificates to trust for TLS. `cancel` (zero: none) gives up.
+// Connects to the store at `url`, blocking until connected: the server
+// store (`leasehold://host:port`, or `leaseholds://` for TLS) or etcd
+// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://` for TLS; DIST-01).
+// `options` (NULL: none) holds the token (LOCK-14), the certificates to
+// trust, the etcd user and password, the client certificate and key, and
+// whether an old etcd is accepted (DIST-08). `cancel` (zero: none) gives up.
 //
 // # Safety
-// Each pointer must be NULL or point to its length in readable bytes;
-// `out` must be NULL (an error) or valid for a write.
+// `url` must be NULL or point to `url_len` readable bytes; `options` NULL
+// or readable, each of its pointers NULL or pointing to its length in
+// readable bytes; `out` must be NULL (an error) or valid for a write.
 lh_error *lh_store_connect(const uint8_t *url,
                            size_t url_len,
-                           const uint8_t *token,
-                           size_t token_len,
-                           const uint8_t *ca_pem,
-                           size_t ca_pem_len,
+                           const lh_connect_options *options,
                            lh_cancel cancel,
                            lh_store *out);
 

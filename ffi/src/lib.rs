@@ -67,7 +67,7 @@ pub use slots::{
     lh_slot_lease_info, lh_slots, lh_slots_acquire, lh_slots_free, lh_slots_open, lh_slots_options,
     lh_slots_release, lh_slots_renew, LH_NAME_MAX,
 };
-pub use store::{lh_store, lh_store_close, lh_store_connect, lh_store_memory};
+pub use store::{lh_connect_options, lh_store, lh_store_close, lh_store_connect, lh_store_memory};
 pub use testing::{
     lh_clock, lh_clock_advance, lh_clock_free, lh_clock_new, lh_duration_parse, lh_memory_options,
     lh_store_memory_with, lh_testing_panic,
@@ -75,7 +75,7 @@ pub use testing::{
 
 /// The version of the ABI: the header's `LH_ABI_VERSION` must equal
 /// [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-pub const LH_ABI_VERSION: u32 = 2;
+pub const LH_ABI_VERSION: u32 = 3;
 
 /// The ABI version this library implements (compare with `LH_ABI_VERSION`).
 #[no_mangle]

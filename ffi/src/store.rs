@@ -1,4 +1,4 @@
-//! Stores: the embedded one, the server store over a connection, closing.
+//! Stores: the embedded one, the server store or etcd over a connection, closing.
 
 use leasehold::remote::ConnectOptions;
 use leasehold::{runtime, CancellationToken, Store};
@@ -35,22 +35,104 @@ pub unsafe extern "C" fn lh_store_memory(out: *mut lh_store) -> *mut lh_error {
     })
 }
 
-/// Connects to the server store at `url` (`leasehold://host:port`, or
-/// `leaseholds://` for TLS), blocking until connected. `token` (NULL/0: none)
-/// admits the connection (LOCK-14); `ca_pem` (NULL/0: none) are PEM
-/// certificates to trust for TLS. `cancel` (zero: none) gives up.
+/// How `lh_store_connect` connects. Each text is a pointer and a length,
+/// NULL with length 0 meaning "not given"; an option a store does not use
+/// is ignored by it (`token` by etcd, `user` by the server store).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct lh_connect_options {
+    /// The token the server's tokens file gives a role (LOCK-14).
+    pub token: *const u8,
+    /// The length of `token`.
+    pub token_len: usize,
+    /// PEM certificates to trust for TLS (the server's or the etcd cluster's CA).
+    pub ca_pem: *const u8,
+    /// The length of `ca_pem`.
+    pub ca_pem_len: usize,
+    /// The etcd user.
+    pub user: *const u8,
+    /// The length of `user`.
+    pub user_len: usize,
+    /// The etcd user's password.
+    pub password: *const u8,
+    /// The length of `password`.
+    pub password_len: usize,
+    /// A PEM client certificate for TLS client authentication (etcd).
+    pub client_cert_pem: *const u8,
+    /// The length of `client_cert_pem`.
+    pub client_cert_pem_len: usize,
+    /// The PEM private key of `client_cert_pem`.
+    pub client_key_pem: *const u8,
+    /// The length of `client_key_pem`.
+    pub client_key_pem_len: usize,
+    /// Opens an etcd older than the releases that fixed the bugs DIST-08
+    /// names (refused when false).
+    pub accept_old_etcd: bool,
+}
+
+impl Default for lh_connect_options {
+    fn default() -> lh_connect_options {
+        lh_connect_options {
+            token: std::ptr::null(),
+            token_len: 0,
+            ca_pem: std::ptr::null(),
+            ca_pem_len: 0,
+            user: std::ptr::null(),
+            user_len: 0,
+            password: std::ptr::null(),
+            password_len: 0,
+            client_cert_pem: std::ptr::null(),
+            client_cert_pem_len: 0,
+            client_key_pem: std::ptr::null(),
+            client_key_pem_len: 0,
+            accept_old_etcd: false,
+        }
+    }
+}
+
+/// The core's options from the caller's.
 ///
 /// # Safety
-/// Each pointer must be NULL or point to its length in readable bytes;
-/// `out` must be NULL (an error) or valid for a write.
+/// Each pointer of `o` must be NULL or point to its length in readable bytes.
+unsafe fn connect_options(o: &lh_connect_options) -> leasehold::Result<ConnectOptions> {
+    Ok(ConnectOptions {
+        // SAFETY: passed on from the caller.
+        token: unsafe { input::optional_string("token", o.token, o.token_len) }?,
+        // SAFETY: passed on from the caller.
+        ca_pem: unsafe { input::optional_bytes("ca_pem", o.ca_pem, o.ca_pem_len) }?,
+        // SAFETY: passed on from the caller.
+        user: unsafe { input::optional_string("user", o.user, o.user_len) }?,
+        // SAFETY: passed on from the caller.
+        password: unsafe { input::optional_string("password", o.password, o.password_len) }?,
+        // SAFETY: passed on from the caller.
+        client_cert_pem: unsafe {
+            input::optional_bytes("client_cert_pem", o.client_cert_pem, o.client_cert_pem_len)
+        }?,
+        // SAFETY: passed on from the caller.
+        client_key_pem: unsafe {
+            input::optional_bytes("client_key_pem", o.client_key_pem, o.client_key_pem_len)
+        }?,
+        accept_old_etcd: o.accept_old_etcd,
+        ..ConnectOptions::default()
+    })
+}
+
+/// Connects to the store at `url`, blocking until connected: the server
+/// store (`leasehold://host:port`, or `leaseholds://` for TLS) or etcd
+/// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://` for TLS; DIST-01).
+/// `options` (NULL: none) holds the token (LOCK-14), the certificates to
+/// trust, the etcd user and password, the client certificate and key, and
+/// whether an old etcd is accepted (DIST-08). `cancel` (zero: none) gives up.
+///
+/// # Safety
+/// `url` must be NULL or point to `url_len` readable bytes; `options` NULL
+/// or readable, each of its pointers NULL or pointing to its length in
+/// readable bytes; `out` must be NULL (an error) or valid for a write.
 #[no_mangle]
 pub unsafe extern "C" fn lh_store_connect(
     url: *const u8,
     url_len: usize,
-    token: *const u8,
-    token_len: usize,
-    ca_pem: *const u8,
-    ca_pem_len: usize,
+    options: *const lh_connect_options,
     cancel: lh_cancel,
     out: *mut lh_store,
 ) -> *mut lh_error {
@@ -59,15 +141,10 @@ pub unsafe extern "C" fn lh_store_connect(
         // SAFETY: passed on from the caller.
         let url = unsafe { input::string("url", url, url_len) }?;
         // SAFETY: passed on from the caller.
-        let token = unsafe { input::optional_string("token", token, token_len) }?;
+        let given = unsafe { input::options(options) };
         // SAFETY: passed on from the caller.
-        let ca_pem = unsafe { input::optional_bytes("ca_pem", ca_pem, ca_pem_len) }?;
+        let options = unsafe { connect_options(&given) }?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let options = ConnectOptions {
-            token,
-            ca_pem,
-            ..ConnectOptions::default()
-        };
         let runtime = runtime::process_runtime();
         let store = block_on(
             &runtime,

@@ -1,0 +1,205 @@
+package locks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freePort answers a loopback TCP port that nothing listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startEtcd runs one etcd member ($LEASEHOLD_ETCD, 3.6, which `make etcd`
+// builds) on free loopback ports with a fresh data dir, killed when the test
+// ends; it answers the client endpoint "127.0.0.1:PORT" once it accepts
+// connections.
+func startEtcd(t testing.TB) string {
+	t.Helper()
+	return startEtcdFrom(t, "LEASEHOLD_ETCD")
+}
+
+// startEtcdFrom is startEtcd with the etcd binary the variable env names
+// (LEASEHOLD_ETCD_34: Debian's 3.4, which `make etcd` installs).
+func startEtcdFrom(t testing.TB, env string) string {
+	t.Helper()
+	bin := os.Getenv(env)
+	if bin == "" {
+		t.Fatalf("%s is not set: it names an etcd binary the etcd tests start (make etcd provides it; make go-test sets it)", env)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no etcd binary at %s=%s (make etcd provides it): %v", env, bin, err)
+	}
+	client, peer := freePort(t), freePort(t)
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	cmd := exec.Command(bin,
+		"--name", "m0", "--data-dir", filepath.Join(t.TempDir(), "data"),
+		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "m0="+peerURL, "--initial-cluster-state", "new",
+		"--heartbeat-interval", "50", "--election-timeout", "500",
+		"--logger", "zap", "--log-level", "error")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("etcd does not start: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	endpoint := fmt.Sprintf("127.0.0.1:%d", client)
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		conn, err := net.DialTimeout("tcp", endpoint, 100*time.Millisecond)
+		if err == nil {
+			conn.Close()
+			return endpoint
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd does not accept connections on %s: %v", endpoint, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// etcdURL is the store URL of a fresh etcd member, under a prefix of this test's own.
+func etcdURL(t testing.TB) string {
+	return "etcd://" + startEtcd(t) + "/dist01-go-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// DIST-01
+func TestDist01EtcdStoreHoldsManualAndSlots(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	url := etcdURL(t)
+	store, other := connect(t, url), connect(t, url)
+	var fences []uint64
+	grew := func(what string, fence uint64) {
+		t.Helper()
+		if fence == 0 || (len(fences) > 0 && fence <= fences[len(fences)-1]) {
+			t.Fatalf("%s: fence %d after %v", what, fence, fences)
+		}
+		fences = append(fences, fence)
+	}
+
+	lock, err := OpenLock(store, "summaries", TTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rival, err := OpenLock(other, "summaries", TTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := false
+	err = lock.Hold(ctx, "chat-1", func(ctx context.Context, lease *Lease) error {
+		ran = true
+		grew("Hold", lease.Fence)
+		held, err := rival.TryHold(ctx, "chat-1", func(context.Context, *Lease) error {
+			t.Error("TryHold ran its function on a held key")
+			return nil
+		})
+		if held || err != nil {
+			t.Errorf("TryHold on a held key: held %v, err %v", held, err)
+		}
+		return nil
+	})
+	if err != nil || !ran {
+		t.Fatalf("Hold: ran %v, err %v", ran, err)
+	}
+	held, err := rival.TryHold(ctx, "chat-1", func(_ context.Context, lease *Lease) error {
+		grew("TryHold after the release", lease.Fence)
+		return nil
+	})
+	if !held || err != nil {
+		t.Fatalf("TryHold on a released key: held %v, err %v", held, err)
+	}
+
+	manual, ok, err := store.TryLock(ctx, "batch", 2*time.Second)
+	if !ok || err != nil {
+		t.Fatalf("TryLock: %v %v", ok, err)
+	}
+	grew("TryLock", manual.Fence)
+	if _, ok, err := other.TryLock(ctx, "batch", 2*time.Second); ok || err != nil {
+		t.Fatalf("TryLock on a held name: %v %v", ok, err)
+	}
+	if err := manual.Extend(ctx, 3*time.Second); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if err := manual.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	next, err := other.Lock(ctx, "batch", 2*time.Second, Wait(10*time.Second))
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	grew("Lock", next.Fence)
+	if err := next.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+
+	slots := openSlots(t, store, "nodes", Limit(4))
+	slot := mustAcquire(t, slots, newOwner(t, "worker-a"))
+	if slot.Slot() >= 4 {
+		t.Fatalf("slot %d of 4", slot.Slot())
+	}
+	grew("Slots.Acquire", slot.Fence())
+	mustRelease(t, slots, slot, 0)
+}
+
+// DIST-01, DIST-08: Connect's AcceptOldEtcd reaches the driver: an etcd 3.4
+// older than 3.4.32 is refused (ErrProtocol, naming the option) without it
+// and opened with it.
+func TestDist01AcceptOldEtcdOpensAnOldEtcd(t *testing.T) {
+	url := "etcd://" + startEtcdFrom(t, "LEASEHOLD_ETCD_34") + "/dist01-go-old"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if store, err := Connect(ctx, url); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "accept_old_etcd") {
+		if store != nil {
+			_ = store.Close()
+		}
+		t.Fatalf("Connect to etcd 3.4 without AcceptOldEtcd: %v", err)
+	}
+	store := connect(t, url, AcceptOldEtcd())
+	lock, err := OpenLock(store, "old", TTL(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Hold(ctx, "k", func(_ context.Context, lease *Lease) error {
+		if lease.Fence == 0 {
+			t.Error("no fence")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Connect takes the etcd options and refuses them nowhere else.
+func TestConnectTakesTheEtcdOptions(t *testing.T) {
+	if _, err := OpenLock(Memory(), "l", User("u", "p")); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("OpenLock with User: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// No etcd listens there: the options are taken, the connection fails.
+	_, err := Connect(ctx, fmt.Sprintf("etcd://127.0.0.1:%d/p", freePort(t)),
+		User("u", "p"), CA([]byte("x")), ClientCert([]byte("c"), []byte("k")), AcceptOldEtcd())
+	if err == nil || errors.Is(err, ErrInvalidArgument) && strings.Contains(err.Error(), "does not take") {
+		t.Fatalf("Connect with the etcd options: %v", err)
+	}
+}
