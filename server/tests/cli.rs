@@ -1,5 +1,5 @@
-//! `leasehold hold` and `leasehold ls` against the real server process, and
-//! a frozen holder process (LOCK-16).
+//! `leasehold hold` and `leasehold ls` against the real server process and
+//! a real etcd member (DIST-01), and a frozen holder process (LOCK-16).
 
 mod support;
 
@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use leasehold::HoldOptions;
+use support::etcd::EtcdProcess;
 use support::server::{send_signal, ServerProcess};
 use support::{connect, data_dir, S};
 use tokio::time::timeout;
@@ -65,6 +66,86 @@ fn hold_runs_the_command_with_its_fence_and_passes_its_exit_code() {
         next > fence,
         "the key was not released after the first command"
     );
+}
+
+// DIST-01: `leasehold hold --store etcd://...` runs the command with its fence, one
+// holder at a time (`--try` on the held key exits 75), and `ls` lists the holder.
+#[test]
+fn dist_01_hold_and_ls_on_an_etcd_store() {
+    let etcd = EtcdProcess::start();
+    let url = etcd.url("dist01-cli");
+    let fence_of = |out: Output| -> u64 {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let hold_etcd = |extra: &[&str], script: &str| {
+        let mut cmd = leasehold(&["hold", "l", "k", "--store", &url]);
+        cmd.args(extra).args(["--", "sh", "-c", script]);
+        cmd
+    };
+    let first = fence_of(run(hold_etcd(&[], "echo $LEASEHOLD_FENCE")));
+    assert!(first > 0);
+    // While the key is held (the command sleeps), `--try` runs nothing and
+    // `ls` shows the holder.
+    let holder = hold_etcd(&[], "echo $LEASEHOLD_FENCE; sleep 3")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start leasehold hold");
+    let started = Instant::now();
+    let listed = loop {
+        let out = run(leasehold(&["ls", "--store", &url]));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        if text
+            .lines()
+            .any(|l| l.starts_with('l') && l.contains(" k "))
+        {
+            break text;
+        }
+        assert!(
+            started.elapsed() < S(10),
+            "ls never listed the holder: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let tried = run(hold_etcd(&["--try"], "echo ran"));
+    assert_eq!(tried.status.code(), Some(75), "{tried:?}");
+    assert!(tried.stdout.is_empty(), "{tried:?}");
+    let second = fence_of(holder.wait_with_output().expect("leasehold hold ends"));
+    assert!(second > first, "{second} after {first}");
+    assert!(listed.contains(&second.to_string()), "{listed}");
+    let third = fence_of(run(hold_etcd(&[], "echo $LEASEHOLD_FENCE")));
+    assert!(third > second, "{third} after {second}");
+}
+
+// DIST-01, DIST-08: `--accept-old-etcd` reaches the driver: an etcd 3.4 older than 3.4.32
+// is refused (exit 125, naming the option) without it and holds with it.
+#[test]
+fn dist_01_accept_old_etcd_opens_an_old_etcd() {
+    let etcd = EtcdProcess::start_from("LEASEHOLD_ETCD_34");
+    let url = etcd.url("dist01-cli-old");
+    let mut refused = leasehold(&["hold", "l", "k", "--store", &url]);
+    refused.args(["--", "echo", "ran"]);
+    let refused = run(refused);
+    assert_eq!(refused.status.code(), Some(125), "{refused:?}");
+    assert!(refused.stdout.is_empty(), "{refused:?}");
+    let stderr = String::from_utf8(refused.stderr).unwrap();
+    assert!(stderr.contains("accept_old_etcd"), "{stderr}");
+    let mut accepted = leasehold(&["hold", "l", "k", "--store", &url, "--accept-old-etcd"]);
+    accepted.args(["--", "sh", "-c", "echo $LEASEHOLD_FENCE"]);
+    let accepted = run(accepted);
+    assert_eq!(accepted.status.code(), Some(0), "{accepted:?}");
+    let fence: u64 = String::from_utf8(accepted.stdout)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(fence > 0);
 }
 
 // LOCK-17: --try on a held key exits 75 and runs nothing; --wait past its bound exits 124 (LOCK-18).

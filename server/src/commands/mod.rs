@@ -13,7 +13,8 @@ use leasehold::Store;
 /// Where the store is and how to be admitted.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
-    /// The store's URL (`leasehold://host:port`, `leaseholds://` for TLS).
+    /// The store's URL: `leasehold://host:port` (`leaseholds://` for TLS), or
+    /// etcd's `etcd://h1:2379,h2:2379/PREFIX` (`etcds://` for TLS).
     #[arg(
         long,
         env = "LEASEHOLD_STORE",
@@ -25,27 +26,68 @@ pub struct StoreArgs {
     #[arg(long, env = "LEASEHOLD_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 
-    /// PEM certificates to trust for `leaseholds://`.
+    /// PEM certificates to trust for `leaseholds://` and `etcds://`.
     #[arg(long, env = "LEASEHOLD_CA", value_name = "PEM")]
     pub ca: Option<PathBuf>,
+
+    /// The etcd user (with `--password`).
+    #[arg(long, env = "LEASEHOLD_USER")]
+    pub user: Option<String>,
+
+    /// The etcd user's password (better given in the environment).
+    #[arg(long, env = "LEASEHOLD_PASSWORD", hide_env_values = true)]
+    pub password: Option<String>,
+
+    /// A PEM client certificate to present to etcd over TLS (with `--client-key`).
+    #[arg(
+        long,
+        env = "LEASEHOLD_CLIENT_CERT",
+        value_name = "PEM",
+        requires = "client_key"
+    )]
+    pub client_cert: Option<PathBuf>,
+
+    /// The PEM private key of `--client-cert`.
+    #[arg(
+        long,
+        env = "LEASEHOLD_CLIENT_KEY",
+        value_name = "PEM",
+        requires = "client_cert"
+    )]
+    pub client_key: Option<PathBuf>,
+
+    /// Open an etcd older than the releases that fixed the bugs the leases
+    /// depend on (refused otherwise; docs/etcd.md).
+    #[arg(long, env = "LEASEHOLD_ACCEPT_OLD_ETCD")]
+    pub accept_old_etcd: bool,
+}
+
+/// The contents of the PEM file at `path`, if given.
+fn read_pem(path: Option<&PathBuf>) -> Result<Option<Vec<u8>>, leasehold::Error> {
+    path.map(|path| {
+        std::fs::read(path).map_err(|e| {
+            leasehold::Error::new(
+                leasehold::ErrorKind::InvalidArgument,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })
+    })
+    .transpose()
 }
 
 impl StoreArgs {
     /// Connects to the store.
     pub async fn connect(&self) -> Result<Store, leasehold::Error> {
-        let mut options = ConnectOptions {
+        let options = ConnectOptions {
             token: self.token.clone(),
+            ca_pem: read_pem(self.ca.as_ref())?,
+            user: self.user.clone(),
+            password: self.password.clone(),
+            client_cert_pem: read_pem(self.client_cert.as_ref())?,
+            client_key_pem: read_pem(self.client_key.as_ref())?,
+            accept_old_etcd: self.accept_old_etcd,
             ..ConnectOptions::default()
         };
-        if let Some(path) = &self.ca {
-            let pem = std::fs::read(path).map_err(|e| {
-                leasehold::Error::new(
-                    leasehold::ErrorKind::InvalidArgument,
-                    format!("cannot read {}: {e}", path.display()),
-                )
-            })?;
-            options.ca_pem = Some(pem);
-        }
         Store::connect(&self.store, options).await
     }
 }

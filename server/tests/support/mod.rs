@@ -1,7 +1,9 @@
 //! What the client-side tests of the server store share: the real server
-//! process and a fault-injecting proxy. Each test file uses a part of it.
+//! process, a fault-injecting proxy and a real etcd member. Each test file
+//! uses a part of it.
 #![allow(dead_code)]
 
+pub mod etcd;
 pub mod proxy;
 pub mod server;
 
