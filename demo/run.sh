@@ -2,34 +2,82 @@
 # make demo: a server store on loopback, and holders in every language
 # contending for the keys of one lock, each writing its fence to a fenced
 # resource (one file per key) that refuses a fence not larger than the last.
+# make demo-etcd (DEMO_STORE=etcd): the same holders on a 3-member etcd
+# cluster on loopback, whose leader is killed (kill -9) halfway through.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$PWD/target}"
 export CARGO_TARGET_DIR
 langs=${DEMO_HOLDERS:-}
 seconds=${DEMO_SECONDS:-4}
+store=${DEMO_STORE:-server}
 
 cargo build --release -q -p leasehold-server -p leasehold-demo
 work=$(mktemp -d)
 server_pid=
+etcd_pids=()
 cleanup() {
+  local status=$?
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  for pid in "${etcd_pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
   rm -rf "$work"
+  exit "$status"
 }
 trap cleanup EXIT
 
-"$CARGO_TARGET_DIR/release/leasehold" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
-  >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-for _ in $(seq 100); do
-  grep -q '^listening on ' "$work/server.out" 2>/dev/null && break
-  sleep 0.05
-done
-addr=$(sed -n 's/^listening on //p' "$work/server.out")
-[ -n "$addr" ] || { echo "the server did not start:"; cat "$work/server.log"; exit 1; }
-export LEASEHOLD_STORE="leasehold://$addr" DEMO_DIR="$work/resource"
+if [ "$store" = etcd ]; then
+  etcd_bin=${LEASEHOLD_ETCD:?"LEASEHOLD_ETCD: the etcd binary (make etcd builds it)"}
+  ports=($(python3 -c 'import socket
+socks = [socket.socket() for _ in range(6)]
+for s in socks: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))'))
+  cluster=""
+  for i in 0 1 2; do cluster+="${cluster:+,}m$i=http://127.0.0.1:${ports[$((3 + i))]}"; done
+  for i in 0 1 2; do
+    client=http://127.0.0.1:${ports[$i]} peer=http://127.0.0.1:${ports[$((3 + i))]}
+    "$etcd_bin" --name "m$i" --data-dir "$work/etcd-m$i" \
+      --listen-client-urls "$client" --advertise-client-urls "$client" \
+      --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+      --initial-cluster "$cluster" --initial-cluster-state new \
+      --heartbeat-interval 50 --election-timeout 500 --logger zap --log-level error \
+      >"$work/etcd-m$i.log" 2>&1 &
+    etcd_pids+=($!)
+    disown $!
+  done
+  # The member that leads, as etcd's JSON gateway tells (member ids are strings there).
+  leader() {
+    python3 - "${ports[@]:0:3}" <<'PY'
+import json, sys, urllib.request
+for i, port in enumerate(sys.argv[1:]):
+    try:
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/maintenance/status", b"{}")
+        s = json.load(urllib.request.urlopen(req, timeout=1))
+    except OSError:
+        continue
+    if s.get("leader") and s["leader"] == s["header"]["member_id"]:
+        print(i)
+        break
+PY
+  }
+  for _ in $(seq 200); do [ -n "$(leader)" ] && break; sleep 0.05; done
+  [ -n "$(leader)" ] || { echo "the etcd cluster did not start:"; cat "$work"/etcd-m*.log; exit 1; }
+  export LEASEHOLD_STORE="etcd://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}/demo"
+  echo "etcd store on $LEASEHOLD_STORE (3 members); holders: rust ${langs}"
+else
+  "$CARGO_TARGET_DIR/release/leasehold" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
+    >"$work/server.out" 2>"$work/server.log" &
+  server_pid=$!
+  for _ in $(seq 100); do
+    grep -q '^listening on ' "$work/server.out" 2>/dev/null && break
+    sleep 0.05
+  done
+  addr=$(sed -n 's/^listening on //p' "$work/server.out")
+  [ -n "$addr" ] || { echo "the server did not start:"; cat "$work/server.log"; exit 1; }
+  export LEASEHOLD_STORE="leasehold://$addr"
+  echo "server store on $LEASEHOLD_STORE; holders: rust ${langs}"
+fi
+export DEMO_DIR="$work/resource"
 mkdir -p "$DEMO_DIR"
-echo "server store on $LEASEHOLD_STORE; holders: rust ${langs}"
 
 # Build every language's holder first (a run of 0 seconds), so that all start together.
 for lang in $langs; do
@@ -46,6 +94,12 @@ for lang in $langs; do
   DEMO_SECONDS=$seconds DEMO_NAME=1 make -s "demo-holder-$lang" | tee -a "$work/holds" &
   pids+=($!)
 done
+if [ "$store" = etcd ]; then
+  sleep "$(python3 -c "print($seconds / 2)")"
+  killed=$(leader)
+  kill -9 "${etcd_pids[$killed]}"
+  echo "$(date +%T.%3N) killed the etcd leader m$killed (kill -9) while the holders held and waited"
+fi
 failed=0
 for pid in "${pids[@]}"; do
   wait "$pid" || failed=1
@@ -61,3 +115,6 @@ if grep -q REJECTED "$work/holds" || [ "$failed" -ne 0 ]; then
   exit 1
 fi
 echo "every fence the resource saw was larger than the one before: no two holders overlapped"
+if [ "$store" = etcd ]; then
+  echo "no lease was lost: every holder's every hold ended without a loss, through the leader's death"
+fi

@@ -24,3 +24,9 @@ etcd-debian:
 
 protoc:
 	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler; }
+
+# The demo's holders in every language on a 3-member etcd cluster, whose
+# leader is killed halfway through (demo/run.sh, DEMO_STORE=etcd).
+.PHONY: demo-etcd
+demo-etcd: toolchain etcd
+	DEMO_STORE=etcd DEMO_SECONDS=$${DEMO_SECONDS:-8} DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh

@@ -159,13 +159,13 @@ async fn start_servers() -> Servers {
         ));
         None
     };
-    let etcd = if procs::on_path("etcd") {
+    let etcd = if procs::etcd_available() {
         procs::start_etcd()
             .await
             .map_err(|e| skipped.push(format!("etcd: {e:#}")))
             .ok()
     } else {
-        skipped.push("etcd: not installed (apt-get install etcd-server)".into());
+        skipped.push("etcd: not installed (make etcd)".into());
         None
     };
     let redis = if procs::on_path("redis-server") {
@@ -443,6 +443,39 @@ async fn run(config: &Config) -> Result<Results> {
         )
         .await;
     }
+    if let Some(port) = servers.etcd.as_ref().map(|s| s.port) {
+        let url = format!("etcd://127.0.0.1:{port}/bench");
+        let le = "leasehold on etcd";
+        let (one, own) = ("16 tasks on one Store", "16 Stores (16 connections)");
+        plan(
+            r,
+            p,
+            (le, "1 client", Kind::Cycle1),
+            systems::leasehold_shared(&url, 1),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (le, one, Kind::Cycle16),
+            systems::leasehold_shared(&url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (le, own, Kind::Cycle16),
+            systems::leasehold_own(&url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (le, own, Kind::Handoff),
+            systems::leasehold_own(&url, CLIENTS),
+        )
+        .await;
+    }
     if let Some(port) = redis_port {
         let (rd, all) = ("redis", "16 clients (16 connections)");
         plan(
@@ -649,7 +682,7 @@ fn markdown(config: &Config, res: &Results) -> String {
         "Versions: leasehold at commit {} (release build; uncommitted changes in the tree \
          count too); etcd {}; {}.\n",
         procs::first_line_of("git", &["rev-parse", "--short", "HEAD"]),
-        procs::first_line_of("etcd", &["--version"])
+        procs::first_line_of(&procs::etcd_binary().to_string_lossy(), &["--version"])
             .trim_start_matches("etcd Version: ")
             .trim(),
         procs::first_line_of("redis-server", &["--version"])

@@ -193,6 +193,20 @@ pub fn start_leasehold(bin: &Path) -> Result<Server> {
     Ok(server)
 }
 
+/// The etcd to run: `LEASEHOLD_ETCD` (the etcd 3.6 `make etcd` builds), else `etcd` on the path.
+pub fn etcd_binary() -> PathBuf {
+    std::env::var_os("LEASEHOLD_ETCD")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("etcd"))
+}
+
+/// Whether an etcd can be started.
+pub fn etcd_available() -> bool {
+    let bin = etcd_binary();
+    bin.is_absolute() || on_path("etcd")
+}
+
 /// Starts a one-member etcd cluster on free loopback ports; ready once it
 /// answers a status request.
 pub async fn start_etcd() -> Result<Server> {
@@ -202,7 +216,7 @@ pub async fn start_etcd() -> Result<Server> {
     let client_url = format!("http://127.0.0.1:{client}");
     let peer_url = format!("http://127.0.0.1:{peer}");
     let log = File::create(dir.path().join("server.log"))?;
-    let child = Command::new("etcd")
+    let child = Command::new(etcd_binary())
         .arg("--name=bench")
         .arg(format!("--data-dir={}", dir.path().join("data").display()))
         .arg(format!("--listen-client-urls={client_url}"))
