@@ -46,7 +46,7 @@ python-lint: $(PY_TOOLS)
 	cd $(PY_DIR) && MYPYPATH=tests $(PY_VENV)/bin/mypy --strict $(PY_CHECKED)
 
 # The tests start `leasehold serve` themselves, from the debug build.
-python-test: python-install python-lint
+python-test: etcd python-install python-lint
 	$(CARGO) build -q -p leasehold-server
 	cd $(PY_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider
 

@@ -200,61 +200,128 @@ pub fn memory() -> PyStore {
     PyStore::new(Store::memory(), "memory")
 }
 
-fn connect_options(
-    token: Option<&Bound<'_, PyAny>>,
-    ca_pem: Option<&Bound<'_, PyAny>>,
-) -> PyResult<ConnectOptions> {
-    let token = token
+/// The texts and PEM bytes of the connect options, as Python passes them
+/// (`None`: not given).
+struct Given<'a, 'py> {
+    token: Option<&'a Bound<'py, PyAny>>,
+    ca_pem: Option<&'a Bound<'py, PyAny>>,
+    user: Option<&'a Bound<'py, PyAny>>,
+    password: Option<&'a Bound<'py, PyAny>>,
+    client_cert_pem: Option<&'a Bound<'py, PyAny>>,
+    client_key_pem: Option<&'a Bound<'py, PyAny>>,
+    accept_old_etcd: bool,
+}
+
+fn text(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
+    value
         .filter(|t| !t.is_none())
-        .map(|t| convert::name(t, "token"))
-        .transpose()?;
-    let ca_pem = ca_pem
+        .map(|t| convert::name(t, what))
+        .transpose()
+}
+
+fn pem(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<u8>>> {
+    value
         .filter(|p| !p.is_none())
-        .map(|p| convert::bytes(p, "ca_pem"))
-        .transpose()?;
+        .map(|p| convert::bytes(p, what))
+        .transpose()
+}
+
+fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
     Ok(ConnectOptions {
-        token,
-        ca_pem,
+        token: text(given.token, "token")?,
+        ca_pem: pem(given.ca_pem, "ca_pem")?,
+        user: text(given.user, "user")?,
+        password: text(given.password, "password")?,
+        client_cert_pem: pem(given.client_cert_pem, "client_cert_pem")?,
+        client_key_pem: pem(given.client_key_pem, "client_key_pem")?,
+        accept_old_etcd: given.accept_old_etcd,
         ..ConnectOptions::default()
     })
 }
 
-/// Connects to the server store at `url` (`leasehold://host:port`, or
-/// `leaseholds://` with `ca_pem`, the certificates to trust): an awaitable
-/// of a `Store`.
+/// What `Store.kind` says of a store connected to `url`.
+fn remote_kind(url: &str) -> &'static str {
+    if url.starts_with("etcd://") || url.starts_with("etcds://") {
+        "etcd"
+    } else {
+        "server"
+    }
+}
+
+/// Connects to the store at `url`: the server store (`leasehold://host:port`,
+/// or `leaseholds://` with `ca_pem`, the certificates to trust) or etcd
+/// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) as `user`
+/// with `password`, presenting `client_cert_pem` and `client_key_pem`:
+/// an awaitable of a `Store`.
 #[pyfunction]
-#[pyo3(signature = (url, token=None, ca_pem=None))]
+#[pyo3(signature = (
+    url, token=None, ca_pem=None, user=None, password=None,
+    client_cert_pem=None, client_key_pem=None, accept_old_etcd=false
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn connect<'py>(
     py: Python<'py>,
     url: &Bound<'py, PyAny>,
     token: Option<&Bound<'py, PyAny>>,
     ca_pem: Option<&Bound<'py, PyAny>>,
+    user: Option<&Bound<'py, PyAny>>,
+    password: Option<&Bound<'py, PyAny>>,
+    client_cert_pem: Option<&Bound<'py, PyAny>>,
+    client_key_pem: Option<&Bound<'py, PyAny>>,
+    accept_old_etcd: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let url = convert::name(url, "store URL")?;
-    let options = connect_options(token, ca_pem)?;
+    let options = connect_options(Given {
+        token,
+        ca_pem,
+        user,
+        password,
+        client_cert_pem,
+        client_key_pem,
+        accept_old_etcd,
+    })?;
+    let kind = remote_kind(&url);
     bridge::awaitable(py, None, Cancel::Drop, async move {
         Store::connect(&url, options)
             .await
-            .map(|s| PyStore::new(s, "server"))
+            .map(|s| PyStore::new(s, kind))
     })
 }
 
 /// [`connect`] for code without an event loop.
 #[pyfunction]
-#[pyo3(signature = (url, token=None, ca_pem=None))]
+#[pyo3(signature = (
+    url, token=None, ca_pem=None, user=None, password=None,
+    client_cert_pem=None, client_key_pem=None, accept_old_etcd=false
+))]
+#[allow(clippy::too_many_arguments)]
 pub fn connect_blocking(
     py: Python<'_>,
     url: &Bound<'_, PyAny>,
     token: Option<&Bound<'_, PyAny>>,
     ca_pem: Option<&Bound<'_, PyAny>>,
+    user: Option<&Bound<'_, PyAny>>,
+    password: Option<&Bound<'_, PyAny>>,
+    client_cert_pem: Option<&Bound<'_, PyAny>>,
+    client_key_pem: Option<&Bound<'_, PyAny>>,
+    accept_old_etcd: bool,
 ) -> PyResult<PyStore> {
     let url = convert::name(url, "store URL")?;
-    let options = connect_options(token, ca_pem)?;
+    let options = connect_options(Given {
+        token,
+        ca_pem,
+        user,
+        password,
+        client_cert_pem,
+        client_key_pem,
+        accept_old_etcd,
+    })?;
+    let kind = remote_kind(&url);
     let connected = runtime::handle().spawn(async move { Store::connect(&url, options).await });
     runtime::wait_core(py, async move {
         connected
             .await
             .unwrap_or_else(|e| Err(runtime::lost_task(e)))
     })
-    .map(|s| PyStore::new(s, "server"))
+    .map(|s| PyStore::new(s, kind))
 }

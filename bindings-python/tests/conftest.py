@@ -1,5 +1,6 @@
 """Fixtures: a real server store process (``leasehold serve``) for the tests,
-and ``store``, each test on the embedded store and on the server store."""
+``store``, each test on the embedded store and on the server store, and a
+real etcd member (``etcd``, from ``$LEASEHOLD_ETCD``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import pathlib
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -122,3 +124,94 @@ async def store(request: pytest.FixtureRequest, server: Server) -> AsyncIterator
         opened = await leasehold.connect(server.url)
     yield opened
     await opened.close()
+
+
+def free_port() -> int:
+    """A loopback TCP port that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class Etcd:
+    """A running etcd member: its client endpoint ``127.0.0.1:PORT`` and process."""
+
+    endpoint: str
+    process: subprocess.Popen[bytes]
+    data_dir: str
+
+    def url(self, prefix: str) -> str:
+        """The store URL of this member under ``prefix``."""
+        return f"etcd://{self.endpoint}/{prefix}"
+
+
+def start_etcd(env: str = "LEASEHOLD_ETCD") -> Etcd:
+    """Starts one etcd member of the binary the variable ``env`` names
+    (``LEASEHOLD_ETCD``: 3.6, which ``make etcd`` builds;
+    ``LEASEHOLD_ETCD_34``: Debian's 3.4) on free loopback ports with a fresh
+    data dir; waits until its client port accepts connections."""
+    binary = os.environ.get(env)
+    if not binary:
+        raise RuntimeError(
+            f"{env} is not set: it names an etcd binary the etcd tests start"
+            " (`make etcd` provides it; `make python-test` sets it)"
+        )
+    if not pathlib.Path(binary).is_file():
+        raise RuntimeError(f"no etcd binary at {env}={binary} (`make etcd` provides it)")
+    client, peer = free_port(), free_port()
+    client_url, peer_url = f"http://127.0.0.1:{client}", f"http://127.0.0.1:{peer}"
+    data_dir = tempfile.mkdtemp(prefix="leasehold-py-etcd-")
+    process = subprocess.Popen(
+        [
+            binary,
+            *("--name", "m0", "--data-dir", data_dir),
+            *("--listen-client-urls", client_url, "--advertise-client-urls", client_url),
+            *("--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url),
+            *("--initial-cluster", f"m0={peer_url}", "--initial-cluster-state", "new"),
+            *("--heartbeat-interval", "50", "--election-timeout", "500"),
+            *("--logger", "zap", "--log-level", "error"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", client), timeout=0.1).close()
+            return Etcd(f"127.0.0.1:{client}", process, data_dir)
+        except OSError as e:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                process.wait()
+                shutil.rmtree(data_dir, ignore_errors=True)
+                raise RuntimeError(f"etcd did not accept connections on port {client}: {e}") from e
+            time.sleep(0.02)
+
+
+def stop_etcd(etcd: Etcd) -> None:
+    etcd.process.kill()
+    etcd.process.wait()
+    shutil.rmtree(etcd.data_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def etcd() -> Iterator[Etcd]:
+    """An etcd member of this test's own, stopped at its end."""
+    running = start_etcd()
+    try:
+        yield running
+    finally:
+        stop_etcd(running)
+
+
+@pytest.fixture
+def etcd_34() -> Iterator[Etcd]:
+    """A member of Debian's etcd 3.4 (``$LEASEHOLD_ETCD_34``), older than
+    DIST-08's minimum, of this test's own."""
+    running = start_etcd("LEASEHOLD_ETCD_34")
+    try:
+        yield running
+    finally:
+        stop_etcd(running)

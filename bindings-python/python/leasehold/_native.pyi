@@ -246,9 +246,25 @@ class VirtualClock:
 
 def memory() -> Store: ...
 def connect(
-    url: str, token: str | None = None, ca_pem: bytes | None = None
+    url: str,
+    token: str | None = None,
+    ca_pem: bytes | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    client_cert_pem: bytes | None = None,
+    client_key_pem: bytes | None = None,
+    accept_old_etcd: bool = False,
 ) -> Awaitable[Store]: ...
-def connect_blocking(url: str, token: str | None = None, ca_pem: bytes | None = None) -> Store: ...
+def connect_blocking(
+    url: str,
+    token: str | None = None,
+    ca_pem: bytes | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    client_cert_pem: bytes | None = None,
+    client_key_pem: bytes | None = None,
+    accept_old_etcd: bool = False,
+) -> Store: ...
 def memory_with(clock: VirtualClock, renewal: bool = False, push: bool = True) -> Store: ...
 def parse_duration(value: Duration) -> float: ...
 def error_codes() -> list[str]: ...

@@ -112,7 +112,7 @@ class Store:
 
     @property
     def kind(self) -> str:
-        """``"memory"`` or ``"server"``."""
+        """``"memory"``, ``"server"`` or ``"etcd"``."""
         return self._native.kind
 
     def lock(
@@ -203,25 +203,71 @@ def memory() -> Store:
     return Store(_native.memory())
 
 
-def _pem(tls: Pem | None) -> bytes | None:
-    if tls is None or isinstance(tls, bytes):
-        return tls
-    if isinstance(tls, str | os.PathLike):
+def _pem(pem: Pem | None, what: str = "tls") -> bytes | None:
+    if pem is None or isinstance(pem, bytes):
+        return pem
+    if isinstance(pem, str | os.PathLike):
         try:
-            with open(tls, "rb") as f:
+            with open(pem, "rb") as f:
                 return f.read()
         except OSError as e:
-            raise InvalidArgument(f"cannot read the certificates {tls!r}: {e}") from e
-    raise InvalidArgument(f"tls must be PEM bytes or a path, not {type(tls).__name__}")
+            raise InvalidArgument(f"cannot read the {what} PEM file {pem!r}: {e}") from e
+    raise InvalidArgument(f"{what} must be PEM bytes or a path, not {type(pem).__name__}")
 
 
-async def connect(url: str, *, token: str | None = None, tls: Pem | None = None) -> Store:
-    """Connects to the server store at ``url`` (``leasehold://host:port``, or
-    ``leaseholds://host:port`` with ``tls``, the certificates to trust).
-    ``token`` admits the connection to read or to write (LOCK-14)."""
-    return Store(await _native.connect(url, token, _pem(tls)))
+async def connect(
+    url: str,
+    *,
+    token: str | None = None,
+    tls: Pem | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    client_cert: Pem | None = None,
+    client_key: Pem | None = None,
+    accept_old_etcd: bool = False,
+) -> Store:
+    """Connects to the store at ``url``: the server store
+    (``leasehold://host:port``, or ``leaseholds://host:port`` with ``tls``,
+    the certificates to trust; ``token`` admits the connection to read or to
+    write, LOCK-14), or etcd (``etcd://h1:2379,h2:2379/PREFIX``, or
+    ``etcds://`` with ``tls``; DIST-01) as ``user`` with ``password``,
+    presenting ``client_cert`` and ``client_key`` (PEM bytes or paths).
+    ``accept_old_etcd`` opens an etcd older than DIST-08's minimum versions."""
+    return Store(
+        await _native.connect(
+            url,
+            token,
+            _pem(tls),
+            user,
+            password,
+            _pem(client_cert, "client_cert"),
+            _pem(client_key, "client_key"),
+            accept_old_etcd,
+        )
+    )
 
 
-def connect_blocking(url: str, *, token: str | None = None, tls: Pem | None = None) -> Store:
+def connect_blocking(
+    url: str,
+    *,
+    token: str | None = None,
+    tls: Pem | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    client_cert: Pem | None = None,
+    client_key: Pem | None = None,
+    accept_old_etcd: bool = False,
+) -> Store:
     """:func:`connect` for code without an event loop."""
-    return Store(_native.connect_blocking(url, token, _pem(tls)))
+    return Store(
+        _native.connect_blocking(
+            url,
+            token,
+            _pem(tls),
+            user,
+            password,
+            _pem(client_cert, "client_cert"),
+            _pem(client_key, "client_key"),
+            accept_old_etcd,
+        )
+    )

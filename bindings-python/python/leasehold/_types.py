@@ -12,5 +12,6 @@ __all__ = ["Duration", "Pem"]
 #: string such as ``"30s"``, ``"1m30s"``, ``"250ms"`` or ``"1h"``.
 Duration: TypeAlias = int | float | str | datetime.timedelta
 
-#: Certificates to trust for ``leaseholds://``: PEM ``bytes``, or the path of a PEM file.
+#: PEM data (certificates to trust for ``leaseholds://`` and ``etcds://``, a
+#: client certificate or its key): PEM ``bytes``, or the path of a PEM file.
 Pem: TypeAlias = bytes | str | os.PathLike[str]
