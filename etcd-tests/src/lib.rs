@@ -72,6 +72,57 @@ impl Member {
     }
 }
 
+/// The PEM files of a TLS cluster: its CA, and a server and a client
+/// certificate the CA signed (the server's for 127.0.0.1 and localhost).
+#[derive(Debug, Clone)]
+pub struct Tls {
+    /// The CA certificate clients trust.
+    pub ca_pem: String,
+    /// A client certificate for etcd's `--client-cert-auth`.
+    pub client_cert_pem: String,
+    /// Its key.
+    pub client_key_pem: String,
+    server_cert_pem: String,
+    server_key_pem: String,
+}
+
+impl Tls {
+    /// A new CA with a server and a client certificate.
+    pub fn generate() -> Tls {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca =
+            CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a key")).expect("a CA");
+        let server_key = KeyPair::generate().expect("a key");
+        let server = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .expect("server params")
+            .signed_by(&server_key, &ca)
+            .expect("a server certificate");
+        let client_key = KeyPair::generate().expect("a key");
+        let client = CertificateParams::new(vec!["leasehold-client".to_owned()])
+            .expect("client params")
+            .signed_by(&client_key, &ca)
+            .expect("a client certificate");
+        Tls {
+            ca_pem: ca.pem(),
+            client_cert_pem: client.pem(),
+            client_key_pem: client_key.serialize_pem(),
+            server_cert_pem: server.pem(),
+            server_key_pem: server_key.serialize_pem(),
+        }
+    }
+
+    fn client_options(&self) -> etcd_client::TlsOptions {
+        etcd_client::TlsOptions::new()
+            .ca_certificate(etcd_client::Certificate::from_pem(&self.ca_pem))
+            .identity(etcd_client::Identity::from_pem(
+                &self.client_cert_pem,
+                &self.client_key_pem,
+            ))
+    }
+}
+
 /// A cluster of real etcd members on loopback.
 #[derive(Debug)]
 pub struct Cluster {
@@ -80,7 +131,8 @@ pub struct Cluster {
     etcd: Etcd,
     binary: PathBuf,
     initial: String,
-    _dir: tempfile::TempDir,
+    tls: Option<Tls>,
+    dir: tempfile::TempDir,
 }
 
 fn free_port() -> u16 {
@@ -93,6 +145,16 @@ fn free_port() -> u16 {
 impl Cluster {
     /// Starts `n` members of `etcd` and waits until the cluster has a leader.
     pub async fn start(etcd: Etcd, n: usize) -> Cluster {
+        Cluster::start_with(etcd, n, None).await
+    }
+
+    /// Starts `n` members whose clients must speak TLS and present a
+    /// certificate the CA of `tls` signed.
+    pub async fn start_tls(etcd: Etcd, n: usize, tls: Tls) -> Cluster {
+        Cluster::start_with(etcd, n, Some(tls)).await
+    }
+
+    async fn start_with(etcd: Etcd, n: usize, tls: Option<Tls>) -> Cluster {
         let binary = etcd.binary();
         let dir = tempfile::tempdir().expect("a temporary folder");
         let members: Vec<Member> = (0..n)
@@ -114,7 +176,8 @@ impl Cluster {
             etcd,
             binary,
             initial,
-            _dir: dir,
+            tls,
+            dir,
         };
         for i in 0..n {
             cluster.spawn(i);
@@ -128,11 +191,35 @@ impl Cluster {
         self.etcd
     }
 
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
     fn spawn(&mut self, i: usize) {
         let m = &self.members[i];
-        let client = format!("http://127.0.0.1:{}", m.client_port);
+        let client = format!("{}://127.0.0.1:{}", self.scheme(), m.client_port);
         let peer = format!("http://127.0.0.1:{}", m.peer_port);
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        if let Some(tls) = &self.tls {
+            let write = |name: &str, pem: &str| {
+                let path = self.dir.path().join(name);
+                std::fs::write(&path, pem).expect("write a PEM file");
+                path
+            };
+            command
+                .arg("--cert-file")
+                .arg(write("server.pem", &tls.server_cert_pem))
+                .arg("--key-file")
+                .arg(write("server-key.pem", &tls.server_key_pem))
+                .arg("--trusted-ca-file")
+                .arg(write("ca.pem", &tls.ca_pem))
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .args(["--name", &m.name])
             .arg("--data-dir")
             .arg(&m.data_dir)
@@ -167,10 +254,11 @@ impl Cluster {
         self.members[i].child = Some(child);
     }
 
-    /// `etcd://` with every member, and `prefix` as the key prefix.
+    /// `etcd://` (`etcds://` with TLS) with every member, and `prefix` as the key prefix.
     pub fn url(&self, prefix: &str) -> String {
         let hosts: Vec<String> = self.members.iter().map(Member::endpoint).collect();
-        format!("etcd://{}/{prefix}", hosts.join(","))
+        let scheme = if self.tls.is_some() { "etcds" } else { "etcd" };
+        format!("{scheme}://{}/{prefix}", hosts.join(","))
     }
 
     /// The client endpoints of the running members.
@@ -178,8 +266,18 @@ impl Cluster {
         self.members
             .iter()
             .filter(|m| m.child.is_some())
-            .map(|m| format!("http://{}", m.endpoint()))
+            .map(|m| format!("{}://{}", self.scheme(), m.endpoint()))
             .collect()
+    }
+
+    fn admin_options(&self, timeout: Duration) -> etcd_client::ConnectOptions {
+        let options = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(timeout)
+            .with_timeout(timeout);
+        match &self.tls {
+            Some(tls) => options.with_tls(tls.client_options()),
+            None => options,
+        }
     }
 
     /// An admin client on the running members.
@@ -200,10 +298,8 @@ impl Cluster {
                 ids.push(None);
                 continue;
             }
-            let endpoint = format!("http://{}", m.endpoint());
-            let options = etcd_client::ConnectOptions::new()
-                .with_connect_timeout(Duration::from_millis(500))
-                .with_timeout(Duration::from_millis(500));
+            let endpoint = format!("{}://{}", self.scheme(), m.endpoint());
+            let options = self.admin_options(Duration::from_millis(500));
             let status = match etcd_client::Client::connect([endpoint], Some(options)).await {
                 Ok(mut c) => c.status().await.ok(),
                 Err(_) => None,

@@ -385,3 +385,35 @@ async fn lock_14_etcd_permissions() {
     reader.close().await;
     writer.close().await;
 }
+
+// DIST-01: etcds:// with the CA to trust and a client certificate (etcd's
+// --client-cert-auth); without the certificate the cluster refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dist_01_etcds_with_a_client_certificate() {
+    let tls = etcd_tests::Tls::generate();
+    let cluster = Cluster::start_tls(Etcd::Current, 1, tls.clone()).await;
+    let url = cluster.url("tls");
+    assert!(url.starts_with("etcds://"), "{url}");
+    let options = ConnectOptions::default()
+        .ca_pem(tls.ca_pem.clone())
+        .client_cert(tls.client_cert_pem.clone(), tls.client_key_pem.clone());
+    let store = Store::connect(&url, options)
+        .await
+        .expect("connect over TLS");
+    let lock = store.lock("l").ttl(Duration::from_secs(5)).open().unwrap();
+    let held = lock.try_begin("k").await.unwrap().expect("free");
+    assert!(held.lease().fence() > 0);
+    held.end().await.unwrap();
+    store.close().await;
+    let without = ConnectOptions::default().ca_pem(tls.ca_pem.clone());
+    let refused = Store::connect(&url, without.clone()).await;
+    assert!(refused.is_err(), "connected without a client certificate");
+    let half = ConnectOptions {
+        client_cert_pem: Some(tls.client_cert_pem.clone().into_bytes()),
+        ..without
+    };
+    let e = Store::connect(&url, half)
+        .await
+        .expect_err("a certificate without its key");
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+}
