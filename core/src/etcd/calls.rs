@@ -18,6 +18,8 @@ const RETRY_CAP: Duration = Duration::from_millis(500);
 pub(crate) struct Calls {
     pub(crate) client: Client,
     pub(crate) timeout: Duration,
+    /// Where the driver's background work runs.
+    pub(crate) runtime: tokio::runtime::Handle,
 }
 
 /// An etcd lease's ttl for a Leasehold ttl: whole seconds, rounded up.
@@ -79,7 +81,7 @@ impl Calls {
     /// Revokes an etcd lease in the background, where nobody waits for the answer.
     pub(crate) fn revoke_later(&self, id: i64) {
         let calls = self.clone();
-        tokio::spawn(async move {
+        self.runtime.spawn(async move {
             let _ = calls.revoke(id).await;
         });
     }

@@ -153,7 +153,11 @@ impl EtcdDriver {
                 Ok(Err(e)) => return Err(super::errors::of("connecting to etcd", e)),
                 Err(_) => return Err(super::errors::timed_out("connecting to etcd")),
             };
-        let calls = Calls { client, timeout };
+        let calls = Calls {
+            client,
+            timeout,
+            runtime: runtime.clone(),
+        };
         let status = || {
             let mut maintenance = calls.client.maintenance_client();
             async move { maintenance.status().await }
@@ -176,8 +180,7 @@ impl EtcdDriver {
         };
         version::check(&server_version, options.accept_old_etcd)?;
         let closed = CancellationToken::new();
-        let _enter = runtime.enter();
-        let watcher = Watcher::start(calls.client.clone(), closed.clone());
+        let watcher = Watcher::start(calls.client.clone(), closed.clone(), runtime);
         Ok(EtcdDriver {
             shared: Arc::new(Shared {
                 calls,
@@ -407,7 +410,7 @@ impl Driver for EtcdDriver {
                 },
             );
         }
-        tokio::spawn(line::wait(
+        s.calls.runtime.spawn(line::wait(
             s.clone(),
             InLine {
                 request_id: rid,

@@ -95,7 +95,7 @@ impl Shared {
         let revoke_at = new.max_hold.map(|m| new.sent_at + m);
         let stop = CancellationToken::new();
         if let Some(at) = revoke_at {
-            tokio::spawn(revoke_at_max_hold(
+            self.calls.runtime.spawn(revoke_at_max_hold(
                 Arc::downgrade(self),
                 lease_id,
                 at,
@@ -191,7 +191,10 @@ fn on_notice(shared: &Weak<Shared>, lease_id: LeaseId, notice: Notice) {
             shared.lose(lease_id, reason);
         }
         Notice::Created { exact: false } => {
-            tokio::spawn(recheck(Arc::downgrade(&shared), lease_id));
+            shared
+                .calls
+                .runtime
+                .spawn(recheck(Arc::downgrade(&shared), lease_id));
         }
         Notice::Created { exact: true } | Notice::Reset => {}
     }

@@ -83,15 +83,19 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(50);
 const BACKOFF_CAP: Duration = Duration::from_secs(2);
 
 impl Watcher {
-    /// Starts the supervisor on the current runtime; it ends with `closed`.
-    pub(crate) fn start(client: Client, closed: CancellationToken) -> Watcher {
+    /// Starts the supervisor on `runtime`; it ends with `closed`.
+    pub(crate) fn start(
+        client: Client,
+        closed: CancellationToken,
+        runtime: &tokio::runtime::Handle,
+    ) -> Watcher {
         let (commands, rx) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             watches: Mutex::new(HashMap::new()),
             commands,
             next: AtomicI64::new(1),
         });
-        tokio::spawn(supervise(client, Arc::downgrade(&inner), rx, closed));
+        runtime.spawn(supervise(client, Arc::downgrade(&inner), rx, closed));
         Watcher { inner }
     }
 
