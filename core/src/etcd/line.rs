@@ -91,7 +91,10 @@ async fn keep_place(shared: &Shared, w: &InLine) -> Error {
     }
 }
 
-/// Waits until no record is ahead, then promotes the request's own.
+/// Waits until no record is ahead, then promotes the request's own. Once
+/// the record ahead is gone, the promotion is tried at once (its compare
+/// says whether another record is still ahead), so a handoff costs the
+/// release's commit, a watch event and the promotion's commit.
 async fn take_turn(shared: &Shared, w: &InLine) -> Result<Promoted> {
     let ahead = GetOptions::new()
         .with_range(range_end(&w.line))
@@ -99,7 +102,17 @@ async fn take_turn(shared: &Shared, w: &InLine) -> Result<Promoted> {
         .with_sort(SortTarget::Create, SortOrder::Descend)
         .with_limit(1)
         .with_keys_only();
+    let mut promote_first = false;
     loop {
+        if promote_first {
+            promote_first = false;
+            match promote(shared, w).await {
+                Ok(Some(promoted)) => return Ok(promoted),
+                Ok(None) => {}
+                Err(e) if e.kind() == ErrorKind::Lost => return Err(place_lost()),
+                Err(_) => pause(shared).await,
+            }
+        }
         let found = shared
             .calls
             .get("reading the line", w.line.clone(), ahead.clone())
@@ -109,7 +122,10 @@ async fn take_turn(shared: &Shared, w: &InLine) -> Result<Promoted> {
             continue;
         };
         match found.kvs().first() {
-            Some(before) => wait_gone(shared, before.key().to_vec()).await,
+            Some(before) => {
+                wait_gone(shared, before.key().to_vec()).await;
+                promote_first = true;
+            }
             None => match promote(shared, w).await {
                 Ok(Some(promoted)) => return Ok(promoted),
                 Ok(None) => continue,
