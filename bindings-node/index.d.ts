@@ -82,8 +82,18 @@ export interface HoldOptions {
 export interface ConnectOptions {
   /** The token the server's tokens file gives a role (LOCK-14). */
   token?: string
-  /** For `leaseholds://`: the PEM certificates to trust (the server's CA). */
+  /** For `leaseholds://` and `etcds://`: the PEM certificates to trust (the server's or the etcd cluster's CA). */
   tls?: { ca: string | Uint8Array }
+  /** The etcd user (etcd's authentication; the server store ignores it). */
+  user?: string
+  /** The etcd user's password. */
+  password?: string
+  /** For `etcds://` with client certificate authentication: the PEM client certificate. */
+  clientCert?: string | Uint8Array
+  /** The PEM private key of `clientCert`. */
+  clientKey?: string | Uint8Array
+  /** Opens an etcd older than the releases that fixed the bugs DIST-08 names (refused by default). */
+  acceptOldEtcd?: boolean
   /** How long one connection attempt may take (5 s by default). */
   connectTimeout?: Duration
 }
@@ -328,5 +338,8 @@ export class SlotLease {
 /** An embedded store in this process (LOCK-19). */
 export function memory(): Store
 
-/** Connects to the server store at `url`: `leasehold://host:port`, or `leaseholds://` for TLS. */
+/**
+ * Connects to the store at `url`: the server store (`leasehold://host:port`, or `leaseholds://`
+ * for TLS) or etcd (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01, docs/etcd.md).
+ */
 export function connect(url: string, options?: ConnectOptions): Promise<Store>

@@ -36,7 +36,7 @@ node-dev:
 node-lint: node-dev
 	cd $(NODE_DIR) && npx prettier --check . && npx tsc -p tsconfig.json
 
-node-test: node-install node-lint
+node-test: etcd node-install node-lint
 	$(CARGO) build -p leasehold-server
 	cd $(NODE_DIR) && RUST_BACKTRACE=0 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(NODE) --test test/*.test.mjs
 

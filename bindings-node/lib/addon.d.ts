@@ -138,16 +138,23 @@ export class NativeVirtualClock {
   advance(by: NativeDuration): Eventually<void>
 }
 
+/** The connect options as `connect` passes them (src/store.rs): absent, never null, when not given. */
+export interface NativeConnectOptions {
+  token?: string
+  caPem?: string
+  user?: string
+  password?: string
+  clientCertPem?: string
+  clientKeyPem?: string
+  acceptOldEtcd: boolean
+  connectTimeout?: number | string
+}
+
 export interface Native {
   Canceller: typeof Canceller
   NativeVirtualClock: typeof NativeVirtualClock
   memory(): NativeStore
-  connect(
-    url: string,
-    token: string | null,
-    caPem: string | null,
-    connectTimeout: NativeDuration,
-  ): Eventually<NativeStore>
+  connect(url: string, options: NativeConnectOptions): Eventually<NativeStore>
   errorCodes(): string[]
   owner(key: string, instance: string | null): NativeOwner
   memoryWith(clock: NativeVirtualClock | null, renewal: boolean, push: boolean): NativeStore

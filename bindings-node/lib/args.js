@@ -58,6 +58,18 @@ function optionalString(what, value) {
 }
 
 /**
+ * An optional boolean; `undefined` is `false`.
+ * @param {string} what
+ * @param {unknown} value
+ * @returns {boolean}
+ */
+function flag(what, value) {
+  if (value === undefined || value === null) return false
+  if (typeof value !== 'boolean') throw invalid(`${what} must be a boolean, got ${describe(value)}`)
+  return value
+}
+
+/**
  * A duration: milliseconds or a string; `undefined` is "not given".
  * @param {string} what
  * @param {unknown} value
@@ -162,6 +174,7 @@ module.exports = {
   options,
   string,
   optionalString,
+  flag,
   duration,
   requiredDuration,
   optionalIndex,

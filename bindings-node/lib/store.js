@@ -1,6 +1,6 @@
 'use strict'
 // Stores: `memory()` (embedded, in this process) and `connect(url)` (the
-// server store), locks, manual leases, slot namespaces and closing.
+// server store or etcd), locks, manual leases, slot namespaces and closing.
 
 const native = require('./native')
 const args = require('./args')
@@ -187,25 +187,52 @@ function memory() {
 }
 
 /**
- * Connects to the server store at `url` (`leasehold://host:port`, or
- * `leaseholds://` for TLS with `tls.ca`, the certificates to trust).
+ * PEM text given as a string or bytes; `undefined` is "not given".
+ * @param {string} what
+ * @param {unknown} value
+ * @returns {string | null}
+ */
+function pem(what, value) {
+  if (value === undefined || value === null) return null
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('utf8')
+  return args.string(what, value)
+}
+
+/**
+ * Connects to the store at `url`: the server store (`leasehold://host:port`,
+ * or `leaseholds://` for TLS with `tls.ca`, the certificates to trust), or
+ * etcd (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) as `user`
+ * with `password`, presenting `clientCert` and `clientKey`.
  * @param {string} url
  * @param {import('../index').ConnectOptions} [options]
  * @returns {Promise<Store>}
  */
 async function connect(url, options) {
   args.string('url', url)
-  const given = args.options('connect options', options, ['token', 'tls', 'connectTimeout'])
-  const token = args.optionalString('token', given.token)
+  const given = args.options('connect options', options, [
+    'token',
+    'tls',
+    'user',
+    'password',
+    'clientCert',
+    'clientKey',
+    'acceptOldEtcd',
+    'connectTimeout',
+  ])
   const tls = args.options('tls', given.tls, ['ca'])
-  const connectTimeout = args.duration('connectTimeout', given.connectTimeout)
-  let ca = null
-  if (tls.ca !== undefined && tls.ca !== null) {
-    if (tls.ca instanceof Uint8Array) ca = Buffer.from(tls.ca).toString('utf8')
-    else ca = args.string('tls.ca', tls.ca)
+  // Absent, not null: the addon's options object takes no nulls.
+  const nativeOptions = {
+    token: args.optionalString('token', given.token) ?? undefined,
+    caPem: pem('tls.ca', tls.ca) ?? undefined,
+    user: args.optionalString('user', given.user) ?? undefined,
+    password: args.optionalString('password', given.password) ?? undefined,
+    clientCertPem: pem('clientCert', given.clientCert) ?? undefined,
+    clientKeyPem: pem('clientKey', given.clientKey) ?? undefined,
+    acceptOldEtcd: args.flag('acceptOldEtcd', given.acceptOldEtcd),
+    connectTimeout: args.duration('connectTimeout', given.connectTimeout) ?? undefined,
   }
   try {
-    return new Store(await native.connect(url, token, ca, connectTimeout))
+    return new Store(await native.connect(url, nativeOptions))
   } catch (error) {
     throw fromNative(error)
   }

@@ -1,4 +1,4 @@
-//! Stores: the embedded one, the server store over a connection, manual
+//! Stores: the embedded one, the server store or etcd over a connection, manual
 //! leases, slot namespaces and closing.
 
 use leasehold::remote::ConnectOptions;
@@ -38,28 +38,54 @@ pub fn memory() -> NativeStore {
     NativeStore::new(Store::memory(), runtime.clone())
 }
 
-/// Connects to the server store at `url` (`leasehold://host:port`, or
-/// `leaseholds://` for TLS, trusting `ca_pem`).
+/// The options of [`connect`] (`leasehold::remote::ConnectOptions`), as
+/// `lib/store.js` checked them; `null` or absent: not given.
+#[napi(object)]
+pub struct NativeConnectOptions {
+    /// The token the server's tokens file gives a role (LOCK-14).
+    pub token: Option<String>,
+    /// PEM certificates to trust for TLS.
+    pub ca_pem: Option<String>,
+    /// The etcd user.
+    pub user: Option<String>,
+    /// The etcd user's password.
+    pub password: Option<String>,
+    /// A PEM client certificate for TLS client authentication.
+    pub client_cert_pem: Option<String>,
+    /// The PEM private key of `client_cert_pem`.
+    pub client_key_pem: Option<String>,
+    /// Opens an etcd older than DIST-08's minimum versions.
+    pub accept_old_etcd: Option<bool>,
+    /// How long one connection attempt may take.
+    pub connect_timeout: Option<JsDuration>,
+}
+
+/// Connects to the store at `url`: the server store (`leasehold://host:port`,
+/// or `leaseholds://` for TLS) or etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
+/// `etcds://`; DIST-01).
 #[napi(catch_unwind)]
 pub fn connect<'env>(
     env: &'env Env,
     url: String,
-    token: Option<String>,
-    ca_pem: Option<String>,
-    connect_timeout: Option<JsDuration>,
+    options: NativeConnectOptions,
 ) -> napi::Result<Eventually<'env, NativeStore>> {
-    let timeout = durations::optional("connectTimeout", connect_timeout);
+    let timeout = durations::optional("connectTimeout", options.connect_timeout);
     let runtime = promise::process_runtime();
     promise::spawn(env, &runtime.clone(), async move {
-        let mut options = ConnectOptions {
-            token,
-            ca_pem: ca_pem.map(String::into_bytes),
+        let mut core = ConnectOptions {
+            token: options.token,
+            ca_pem: options.ca_pem.map(String::into_bytes),
+            user: options.user,
+            password: options.password,
+            client_cert_pem: options.client_cert_pem.map(String::into_bytes),
+            client_key_pem: options.client_key_pem.map(String::into_bytes),
+            accept_old_etcd: options.accept_old_etcd.unwrap_or(false),
             ..ConnectOptions::default()
         };
         if let Some(timeout) = timeout? {
-            options.connect_timeout = timeout;
+            core.connect_timeout = timeout;
         }
-        let store = Store::connect(&url, options).await?;
+        let store = Store::connect(&url, core).await?;
         Ok(NativeStore::new(store, runtime))
     })
 }
