@@ -21,6 +21,8 @@ export type ErrorCode =
   | 'INTERNAL'
   | 'INVALID_ARGUMENT'
   | 'CLOSED'
+  | 'NOT_READY'
+  | 'OVERFLOW'
 
 /** Why a lease was lost. */
 export type LossReason = 'expired' | 'revoked' | 'unknown' | 'restarted' | 'closed'

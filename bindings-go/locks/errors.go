@@ -27,6 +27,8 @@ const (
 	CodeInternal          Code = "Internal"
 	CodeInvalidArgument   Code = "InvalidArgument"
 	CodeClosed            Code = "Closed"
+	CodeNotReady          Code = "NotReady"
+	CodeOverflow          Code = "Overflow"
 )
 
 // The sentinels: every error of this package errors.Is the sentinel of its code.
@@ -61,6 +63,10 @@ var (
 	ErrInvalidArgument = newSentinel(CodeInvalidArgument)
 	// ErrClosed: a call on a closed store or a freed object.
 	ErrClosed = newSentinel(CodeClosed)
+	// ErrNotReady: nothing can be issued yet (an ID generator); retryable.
+	ErrNotReady = newSentinel(CodeNotReady)
+	// ErrOverflow: a range is used up for good (an ID layout's time bits).
+	ErrOverflow = newSentinel(CodeOverflow)
 )
 
 // codes are the Go codes of the C ABI's lh_code numbers (LH_LOST = 1, …).
@@ -68,7 +74,7 @@ var codes = [...]Code{
 	1: CodeLost, 2: CodeInvalidTTL, 3: CodeEmptyName, 4: CodePermissionDenied,
 	5: CodeUnauthenticated, 6: CodeWaitTimeout, 7: CodeCancelled, 8: CodeUnavailable,
 	9: CodeTimeout, 10: CodeNamespaceMismatch, 11: CodeProtocol, 12: CodeInternal,
-	13: CodeInvalidArgument, 14: CodeClosed,
+	13: CodeInvalidArgument, 14: CodeClosed, 15: CodeNotReady, 16: CodeOverflow,
 }
 
 var sentinels = map[Code]error{
@@ -77,6 +83,7 @@ var sentinels = map[Code]error{
 	CodeWaitTimeout: ErrWaitTimeout, CodeCancelled: ErrCancelled, CodeUnavailable: ErrUnavailable,
 	CodeTimeout: ErrTimeout, CodeNamespaceMismatch: ErrNamespaceMismatch, CodeProtocol: ErrProtocol,
 	CodeInternal: ErrInternal, CodeInvalidArgument: ErrInvalidArgument, CodeClosed: ErrClosed,
+	CodeNotReady: ErrNotReady, CodeOverflow: ErrOverflow,
 }
 
 // IsTimeout says whether err is, or wraps, a store timeout (ErrTimeout,

@@ -41,11 +41,16 @@ pub enum ErrorKind {
     InvalidArgument,
     /// The store (or the object) was closed before the call.
     Closed,
+    /// Nothing can be issued yet (an ID generator's clock behind its floor,
+    /// a tick's sequence used up); retryable (IDGEN-04).
+    NotReady,
+    /// A range is used up for good (an ID layout's time bits, IDGEN-04).
+    Overflow,
 }
 
 impl ErrorKind {
     /// Every code, in the order of the table in `docs/errors.md`.
-    pub const ALL: [ErrorKind; 14] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::Lost,
         ErrorKind::InvalidTtl,
         ErrorKind::EmptyName,
@@ -60,6 +65,8 @@ impl ErrorKind {
         ErrorKind::Internal,
         ErrorKind::InvalidArgument,
         ErrorKind::Closed,
+        ErrorKind::NotReady,
+        ErrorKind::Overflow,
     ];
 
     /// The code as written in the contracts: `Lost`, `InvalidTtl`, …
@@ -79,6 +86,8 @@ impl ErrorKind {
             ErrorKind::Internal => "Internal",
             ErrorKind::InvalidArgument => "InvalidArgument",
             ErrorKind::Closed => "Closed",
+            ErrorKind::NotReady => "NotReady",
+            ErrorKind::Overflow => "Overflow",
         }
     }
 

@@ -14,7 +14,7 @@
 #define LH_ABI_VERSION 3
 
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
-#define LH_CODE_COUNT 15
+#define LH_CODE_COUNT 17
 
 // The longest owner key, owner instance or namespace, in bytes: a buffer of
 // this size always holds an instance id from `lh_owner_new`.
@@ -58,6 +58,10 @@ enum lh_code
   LH_INVALID_ARGUMENT = 13,
   // The store or the handle was closed or freed before the call.
   LH_CLOSED = 14,
+  // Nothing can be issued yet; retryable (IDGEN-04).
+  LH_NOT_READY = 15,
+  // A range is used up for good (IDGEN-04).
+  LH_OVERFLOW = 16,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

@@ -42,10 +42,14 @@ pub enum lh_code {
     LH_INVALID_ARGUMENT = 13,
     /// The store or the handle was closed or freed before the call.
     LH_CLOSED = 14,
+    /// Nothing can be issued yet; retryable (IDGEN-04).
+    LH_NOT_READY = 15,
+    /// A range is used up for good (IDGEN-04).
+    LH_OVERFLOW = 16,
 }
 
 /// How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
-pub const LH_CODE_COUNT: i32 = 15;
+pub const LH_CODE_COUNT: i32 = 17;
 
 impl lh_code {
     /// The code of a core error kind.
@@ -64,6 +68,8 @@ impl lh_code {
             ErrorKind::Protocol => lh_code::LH_PROTOCOL,
             ErrorKind::InvalidArgument => lh_code::LH_INVALID_ARGUMENT,
             ErrorKind::Closed => lh_code::LH_CLOSED,
+            ErrorKind::NotReady => lh_code::LH_NOT_READY,
+            ErrorKind::Overflow => lh_code::LH_OVERFLOW,
             ErrorKind::Internal => lh_code::LH_INTERNAL,
             // A kind added to the core after this ABI: the nearest honest code.
             _ => lh_code::LH_INTERNAL,
@@ -223,7 +229,7 @@ pub extern "C" fn lh_code_name(code: i32) -> *const c_char {
 
 /// The static NUL-terminated name of a kind.
 fn kind_name(kind: ErrorKind) -> *const c_char {
-    const NAMES: [&std::ffi::CStr; 14] = [
+    const NAMES: [&std::ffi::CStr; 16] = [
         c"Lost",
         c"InvalidTtl",
         c"EmptyName",
@@ -238,6 +244,8 @@ fn kind_name(kind: ErrorKind) -> *const c_char {
         c"Internal",
         c"InvalidArgument",
         c"Closed",
+        c"NotReady",
+        c"Overflow",
     ];
     NAMES
         .iter()

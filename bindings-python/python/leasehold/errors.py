@@ -20,6 +20,8 @@ __all__ = [
     "LeaseLost",
     "LeaseholdError",
     "NamespaceMismatch",
+    "NotReady",
+    "Overflow",
     "PermissionDenied",
     "Protocol",
     "Timeout",
@@ -133,6 +135,19 @@ class Closed(LeaseholdError):
     """A call on a closed store, or on a store opened before ``os.fork()``."""
 
     code = "Closed"
+
+
+class NotReady(LeaseholdError):
+    """Nothing can be issued yet (an ID generator's clock behind its floor, a
+    tick's sequence used up); retryable."""
+
+    code = "NotReady"
+
+
+class Overflow(LeaseholdError):
+    """A range is used up for good (an ID layout's time bits)."""
+
+    code = "Overflow"
 
 
 def is_timeout(exc: BaseException | None) -> bool:
