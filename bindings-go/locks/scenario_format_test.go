@@ -94,7 +94,7 @@ var mustExpect = []string{"hold", "acquire", "try_hold", "try_acquire"}
 var knownCodes = []Code{
 	CodeLost, CodeInvalidTTL, CodeEmptyName, CodePermissionDenied, CodeUnauthenticated,
 	CodeWaitTimeout, CodeCancelled, CodeUnavailable, CodeTimeout, CodeNamespaceMismatch,
-	CodeProtocol, CodeInternal, CodeInvalidArgument, CodeClosed,
+	CodeProtocol, CodeInternal, CodeInvalidArgument, CodeClosed, CodeNotReady, CodeOverflow,
 }
 
 var knownReasons = []LossReason{Expired, Revoked, Unknown, Restarted, Closed}
