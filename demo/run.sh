@@ -19,7 +19,7 @@ etcd_pids=()
 cleanup() {
   local status=$?
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
-  for pid in "${etcd_pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
+  for pid in "${etcd_pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
   rm -rf "$work"
   exit "$status"
 }
