@@ -42,9 +42,9 @@ pub enum ErrorKind {
     /// The store (or the object) was closed before the call.
     Closed,
     /// Nothing can be issued yet (an ID generator's clock behind its floor,
-    /// a tick's sequence used up); retryable (IDGEN-04).
+    /// a tick's sequence used up); retryable.
     NotReady,
-    /// A range is used up for good (an ID layout's time bits, IDGEN-04).
+    /// A range is used up for good (an ID layout's time bits).
     Overflow,
 }
 

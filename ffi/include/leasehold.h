@@ -58,9 +58,9 @@ enum lh_code
   LH_INVALID_ARGUMENT = 13,
   // The store or the handle was closed or freed before the call.
   LH_CLOSED = 14,
-  // Nothing can be issued yet; retryable (IDGEN-04).
+  // Nothing can be issued yet (an ID generator); retryable.
   LH_NOT_READY = 15,
-  // A range is used up for good (IDGEN-04).
+  // A range is used up for good (an ID layout's time bits).
   LH_OVERFLOW = 16,
 };
 #ifndef __cplusplus
