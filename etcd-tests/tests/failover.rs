@@ -6,7 +6,9 @@
 use std::time::{Duration, Instant};
 
 use etcd_tests::{Cluster, Etcd};
-use leasehold::{ConnectOptions, ErrorKind, HoldOptions, Holding, Lock, Store};
+use leasehold::driver::{Acquire, Driver, HoldRequest, KeyName};
+use leasehold::etcd::EtcdDriver;
+use leasehold::{ConnectOptions, ErrorKind, HoldOptions, Holding, Lock, RequestId, Store};
 use tokio::task::JoinHandle;
 
 async fn store(cluster: &Cluster, prefix: &str) -> Store {
@@ -267,4 +269,54 @@ async fn dist_04_waiters_are_granted_through_compactions() {
     compactor.abort();
     a.close().await;
     b.close().await;
+}
+
+// DIST-04: the only member killed and restarted while a waiter waits: its
+// watch stream breaks, is made again, and the waiter reads again and is
+// granted by push once the holder (gone with its process, nothing renews
+// its lease) is let go by etcd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dist_04_a_broken_watch_stream_is_made_again() {
+    let mut cluster = Cluster::start(Etcd::Current, 1).await;
+    let ttl = Duration::from_secs(2);
+    let gone = EtcdDriver::connect(
+        &cluster.url("rewatch"),
+        ConnectOptions::default(),
+        &tokio::runtime::Handle::current(),
+    )
+    .await
+    .expect("connect");
+    let request = HoldRequest {
+        name: KeyName::new("jobs", "k"),
+        request_id: RequestId::random(),
+        ttl: Some(ttl),
+        max_hold: None,
+        queue: false,
+    };
+    let Acquire::Granted(held) = gone.hold(request).await.expect("hold") else {
+        panic!("the key is free");
+    };
+    let waiting = store(&cluster, "rewatch").await;
+    let waiter = wait_for(&lock(&waiting, Duration::from_secs(30)), "k");
+    settle().await;
+    // The holder's process goes away without a word: its driver is dropped unclosed.
+    drop(gone);
+    cluster.kill(0);
+    assert!(
+        !waiter.is_finished(),
+        "granted before the holder's lease ran out"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    cluster.restart(0);
+    cluster.wait_for_leader(Duration::from_secs(20)).await;
+    let restarted = Instant::now();
+    let next = granted(waiter, ttl * 5).await;
+    assert!(
+        restarted.elapsed() >= ttl / 2,
+        "granted {:?} after the restart, before the holder's lease could run out",
+        restarted.elapsed()
+    );
+    assert!(next.lease().fence() > held.grant.fence);
+    next.end().await.unwrap();
+    waiting.close().await;
 }
