@@ -208,12 +208,15 @@ pub async fn serve(config: ServerConfig) -> Result<()> {
     Ok(())
 }
 
-/// Sets up logging to stderr with `filter` (tracing-subscriber's `EnvFilter` syntax).
+/// Sets up logging to stderr with `filter` (tracing-subscriber's `EnvFilter`
+/// syntax), coloured only when stderr is a terminal.
 pub fn init_logging(filter: &str) -> Result<()> {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .with_context(|| format!("bad log filter {filter:?}"))?;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init()
         .map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))

@@ -120,7 +120,8 @@ impl Default for Metrics {
 impl Metrics {
     /// Fresh metrics, registered.
     pub fn new() -> Metrics {
-        let mut registry = Registry::default();
+        // Every name starts with `leasehold_`, as Prometheus names a process's own metrics.
+        let mut registry = Registry::with_prefix("leasehold");
         let leases_held = Gauge::default();
         let waiters = Gauge::default();
         let connections = Gauge::default();

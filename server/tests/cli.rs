@@ -174,7 +174,7 @@ async fn lock_17_try_and_wait_exit_without_running_the_command() {
 }
 
 // LOCK-12, LOCK-09: a lease lost while the command runs stops the command (SIGTERM, then SIGKILL
-// after --grace) and exits 70.
+// after --grace) and exits 70, saying why the lease was lost.
 #[test]
 fn lock_12_a_lost_lease_stops_the_command() {
     let dir = data_dir();
@@ -186,6 +186,11 @@ fn lock_12_a_lost_lease_stops_the_command() {
         &["sleep", "30"],
     ));
     assert_eq!(out.status.code(), Some(70), "{out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("the lease was lost (revoked: "),
+        "no reason: {said}"
+    );
     assert!(start.elapsed() < S(10));
     let start = Instant::now();
     let stubborn = ["sh", "-c", "trap '' TERM; exec sleep 30"];

@@ -481,17 +481,27 @@ async fn metrics_are_served_in_the_prometheus_text_format() {
     let text = scrape(metrics, "/metrics").await;
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     for line in [
-        "leases_held 1",
-        "waiters 1",
-        "connections 2",
-        "grants_total 1",
-        "renewals_total 1",
-        "releases_total 0",
-        "protocol_errors_total 0",
-        "request_duration_seconds_count{op=\"hold\"} 2",
-        "request_duration_seconds_bucket{",
+        "\nleasehold_leases_held 1",
+        "\nleasehold_waiters 1",
+        "\nleasehold_connections 2",
+        "\nleasehold_grants_total 1",
+        "\nleasehold_renewals_total 1",
+        "\nleasehold_releases_total 0",
+        "\nleasehold_protocol_errors_total 0",
+        "\nleasehold_request_duration_seconds_count{op=\"hold\"} 2",
+        "\nleasehold_request_duration_seconds_bucket{",
     ] {
-        assert!(text.contains(line), "{line} missing from\n{text}");
+        assert!(text.contains(line), "{line:?} missing from\n{text}");
+    }
+    let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    for line in body
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        assert!(
+            line.starts_with("leasehold_"),
+            "a metric without the prefix: {line}"
+        );
     }
     assert!(scrape(metrics, "/nope").await.starts_with("HTTP/1.1 404"));
 }
@@ -638,4 +648,22 @@ async fn err_04_a_dropped_holder_keeps_the_key_until_its_ttl_and_then_learns_it_
         Ok(Reply::Renewed(answers)) => assert_eq!(answers[0].as_ref().unwrap_err().code, "Lost"),
         other => panic!("expected Renewed, got {other:?}"),
     }
+}
+
+// Logs that do not go to a terminal carry no ANSI colour codes.
+#[tokio::test]
+async fn logs_to_a_file_have_no_colour_codes() {
+    let dir = data_dir();
+    let log = dir.path().join("server.log");
+    let mut cmd = serve_command(&dir.path().join("data"), &[]);
+    cmd.env("LEASEHOLD_LOG", "info")
+        .stderr(std::fs::File::create(&log).unwrap());
+    let mut server = ServerProcess::spawn(cmd).await;
+    server.stop().await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("shutting down"), "no log lines: {text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in a log file: {text:?}"
+    );
 }

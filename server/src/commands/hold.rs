@@ -181,7 +181,10 @@ async fn run_command(holding: Holding, args: &HoldArgs) -> u8 {
             status = child.wait() => break status,
             _ = &mut lost, if !lost_seen => {
                 lost_seen = true;
-                eprintln!("leasehold hold: the lease was lost; stopping the command");
+                let why = lease
+                    .loss_reason()
+                    .map_or_else(String::new, |r| format!(" ({r}: {})", r.describe()));
+                eprintln!("leasehold hold: the lease was lost{why}; stopping the command");
                 term();
                 kill_at.as_mut().reset(tokio::time::Instant::now() + args.grace);
                 kill_armed = true;
