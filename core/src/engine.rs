@@ -278,23 +278,52 @@ impl Holding {
 
     /// Releases the lease. Fails `Lost` if the lease was lost at any point
     /// while held (LOCK-10), whether or not the release itself worked.
+    ///
+    /// A lost lease's release never delays the end, and a release is not
+    /// waited for past the holder's deadline (LOCK-21): with the store gone
+    /// or cut off, `end` fails `Lost` by then, and the release left running
+    /// in the background gives up on its own (the store's expiry lets the key go).
     pub async fn end(mut self) -> Result<()> {
         self.ended = true;
         if let Some(done) = &self.done {
             done.cancel();
         }
-        let released = self.driver.release(self.lease.state.lease_id()).await;
-        if let Err(e) = &released {
-            if e.kind() == ErrorKind::Lost {
+        let id = self.lease.state.lease_id();
+        if let Some(reason) = self.lease.loss_reason() {
+            self.release_later();
+            return Err(Error::lost(reason));
+        }
+        let clock = self.driver.clock().clone();
+        let deadline = self.lease.state.deadline();
+        let released = tokio::select! {
+            r = self.driver.release(id) => Some(r),
+            _ = sleep_until_opt(&clock, deadline) => None,
+        };
+        match released {
+            None => {
+                self.lease.state.mark_lost(LossReason::Expired);
+                self.release_later();
+            }
+            Some(Err(e)) if e.kind() == ErrorKind::Lost => {
                 self.lease
                     .state
                     .mark_lost(e.loss_reason().unwrap_or(LossReason::Unknown));
             }
+            Some(_) => {}
         }
         match self.lease.loss_reason() {
             Some(reason) => Err(Error::lost(reason)),
             None => Ok(()),
         }
+    }
+
+    /// Releases the lease in the background, for an end that does not wait.
+    fn release_later(&self) {
+        let driver = self.driver.clone();
+        let id = self.lease.state.lease_id();
+        self.runtime.spawn(async move {
+            let _ = driver.release(id).await;
+        });
     }
 
     /// Ends the holding and combines the held function's outcome with the
@@ -327,11 +356,7 @@ impl Drop for Holding {
             if let Some(done) = &self.done {
                 done.cancel();
             }
-            let driver = self.driver.clone();
-            let id = self.lease.state.lease_id();
-            self.runtime.spawn(async move {
-                let _ = driver.release(id).await;
-            });
+            self.release_later();
         }
     }
 }

@@ -126,3 +126,67 @@ async fn lock_13_bad_options_never_reach_the_server() {
     );
     assert!(store.holders(None).await.unwrap().is_empty());
 }
+
+// LOCK-21: the store killed (kill -9) under a held lease: the function is
+// told at the holder's deadline, and hold fails Lost as soon as the
+// function ends, not a ttl later (the release of a lost lease never waits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_21_a_killed_store_fails_the_hold_at_the_deadline() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let ttl = S(2);
+    let lock = store.lock("l").ttl(ttl).open().unwrap();
+    let pid = server.pid();
+    let killed_at = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let at = killed_at.clone();
+    let outcome: Result<(), Error> = lock
+        .hold_async("k", |lease| async move {
+            support::server::send_signal(pid, 9);
+            *at.lock().unwrap() = Some(std::time::Instant::now());
+            timeout(S(10), lease.lost_signal())
+                .await
+                .expect("the loss reached the function");
+            Ok(())
+        })
+        .await;
+    let elapsed = killed_at
+        .lock()
+        .unwrap()
+        .expect("the function ran")
+        .elapsed();
+    let err = outcome.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost, "{err}");
+    assert!(
+        elapsed < ttl + Duration::from_millis(500),
+        "hold returned {elapsed:?} after the kill, ttl {ttl:?}"
+    );
+}
+
+// LOCK-21: a function that ends on its own while the store is gone: hold
+// fails Lost by the holder's deadline, not after a release that cannot
+// reach the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_21_an_unreachable_store_bounds_the_release_by_the_deadline() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let ttl = S(2);
+    let lock = store.lock("l").ttl(ttl).open().unwrap();
+    let pid = server.pid();
+    let started = std::time::Instant::now();
+    let outcome: Result<(), Error> = lock
+        .hold_async("k", |_lease| async move {
+            support::server::send_signal(pid, 9);
+            Ok(())
+        })
+        .await;
+    let elapsed = started.elapsed();
+    let err = outcome.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost, "{err}");
+    assert_eq!(err.loss_reason(), Some(LossReason::Expired));
+    assert!(
+        elapsed < ttl + Duration::from_millis(500),
+        "hold returned {elapsed:?} after the kill, ttl {ttl:?}"
+    );
+}
