@@ -290,7 +290,12 @@ impl Holding {
         }
         let id = self.lease.state.lease_id();
         if let Some(reason) = self.lease.loss_reason() {
-            self.release_later();
+            if self.driver.capabilities().renewal {
+                self.release_later();
+            } else {
+                // A store in this process answers at once: nothing is left running.
+                let _ = self.driver.release(id).await;
+            }
             return Err(Error::lost(reason));
         }
         let clock = self.driver.clock().clone();
