@@ -241,7 +241,7 @@ fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
 
 /// What `Store.kind` says of a store connected to `url`.
 fn remote_kind(url: &str) -> &'static str {
-    if url.starts_with("etcd://") || url.starts_with("etcds://") {
+    if leasehold::is_etcd_url(url) {
         "etcd"
     } else {
         "server"

@@ -3,6 +3,12 @@
 
 use std::time::Duration;
 
+/// Whether `url` names a store on etcd (`etcd://` or `etcds://`) rather
+/// than the server store.
+pub fn is_etcd_url(url: &str) -> bool {
+    url.starts_with("etcd://") || url.starts_with("etcds://")
+}
+
 /// How to connect to a store over a network. Options a store does not use
 /// are ignored by it (a token by etcd, a user by the server store).
 ///

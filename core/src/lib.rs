@@ -42,7 +42,7 @@ pub mod slots;
 mod store;
 pub mod table;
 
-pub use connect::ConnectOptions;
+pub use connect::{is_etcd_url, ConnectOptions};
 pub use engine::{HoldOptions, Holding};
 pub use error::{Error, ErrorKind, Result};
 pub use ids::{LeaseId, RequestId};

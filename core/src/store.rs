@@ -129,7 +129,7 @@ impl Store {
     /// ```
     pub async fn connect(url: &str, options: ConnectOptions) -> Result<Store> {
         let runtime = runtime::current_or_global();
-        if url.starts_with("etcd://") || url.starts_with("etcds://") {
+        if crate::connect::is_etcd_url(url) {
             #[cfg(feature = "etcd")]
             {
                 let driver = crate::etcd::EtcdDriver::connect(url, options, &runtime).await?;

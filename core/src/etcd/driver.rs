@@ -192,17 +192,6 @@ impl EtcdDriver {
             }),
         })
     }
-
-    /// The version the member this driver reached reports.
-    pub async fn server_version(&self) -> Result<String> {
-        let calls = &self.shared.calls;
-        let status = || {
-            let mut maintenance = calls.client.maintenance_client();
-            async move { maintenance.status().await }
-        };
-        let status = calls.bounded("reading etcd's version", status).await?;
-        Ok(status.version().to_owned())
-    }
 }
 
 impl Drop for EtcdDriver {

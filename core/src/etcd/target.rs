@@ -32,11 +32,6 @@ pub struct EtcdTarget {
 }
 
 impl EtcdTarget {
-    /// Whether `url` names an etcd store.
-    pub fn is_etcd_url(url: &str) -> bool {
-        url.starts_with("etcd://") || url.starts_with("etcds://")
-    }
-
     /// Parses an etcd store URL; anything else fails `InvalidArgument`.
     pub fn parse(text: &str) -> Result<EtcdTarget> {
         let bad = |why: &str| {
