@@ -173,6 +173,7 @@ fn table(c: &mut Criterion) {
                     ttl: None,
                     max_hold: None,
                     queue: true,
+                    group: None,
                 };
                 i += 1;
                 table_cycle(&mut table, request, clock.now());
@@ -197,6 +198,7 @@ fn table(c: &mut Criterion) {
                     ttl: None,
                     max_hold: None,
                     queue: true,
+                    group: None,
                 };
                 i += 1;
                 table_cycle(&mut table, request, clock.now());

@@ -10,7 +10,7 @@ pub use crate::loss_channel::{loss_channel, LossReceiver, LossSender, NothingLos
 
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::ids::{LeaseId, RequestId};
+use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::slots::{AcquireResult, SlotLease, SlotRequest};
 pub use crate::table::{GiveUp, Grant, HoldRequest, KeyName};
 
@@ -24,6 +24,10 @@ pub struct Capabilities {
     /// The store pushes a grant to the next in line the moment a key is let
     /// go; without it, waiting polls with jittered backoff (MANUAL-02).
     pub push: bool,
+    /// The store renews leases by group ([`Driver::renew_group`]): the
+    /// engine puts the leases of one store handle with one ttl in one group
+    /// and renews them all with one call. Only meaningful with `renewal`.
+    pub groups: bool,
 }
 
 /// A lease as a driver hands it over: the grant and the channel on which the
@@ -90,6 +94,18 @@ pub trait Driver: Send + Sync + 'static {
 
     /// Renews a lease by its id for `ttl` from the store's now (its own ttl when `None`).
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant>;
+
+    /// Renews every lease granted into `group` for `ttl` from the store's
+    /// now, in one call whatever their number; fails `Lost` when the group
+    /// expired (its leases with it). Only called when
+    /// [`Capabilities::groups`] says the store renews by group.
+    async fn renew_group(&self, group: GroupId, ttl: Duration) -> Result<()> {
+        let _ = (group, ttl);
+        Err(crate::error::Error::new(
+            crate::error::ErrorKind::Internal,
+            "this store does not renew leases by group",
+        ))
+    }
 
     /// Lets a lease go by its id; the next in line is granted at once.
     async fn release(&self, lease: LeaseId) -> Result<()>;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clock::Instant;
 use crate::driver::{Acquire, Driver, Granted, Waiting};
 use crate::error::{Error, ErrorKind, Result};
+use crate::group::Group;
 use crate::ids::RequestId;
 use crate::lease::{Lease, LeaseState};
 use crate::loss::LossReason;
@@ -29,7 +30,7 @@ pub struct HoldOptions {
 }
 
 /// How the engine keeps a lease on a store whose leases run out.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Renewal {
     pub(crate) ttl: Duration,
     pub(crate) margin: Duration,
@@ -212,20 +213,24 @@ pub struct Holding {
     lease: Lease,
     driver: Arc<dyn Driver>,
     runtime: Handle,
-    /// Stops the task that renews the lease, where the store needs renewals.
+    /// Stops the task that renews the lease, where the store renews by id.
     done: Option<CancellationToken>,
+    /// The renewal group that keeps the lease, where the store renews by group.
+    group: Option<Arc<Group>>,
     ended: bool,
 }
 
 impl Holding {
     /// Starts holding what [`acquire`] got: keeps the lease (renewing it on
-    /// stores whose leases run out) until [`Holding::end`] or drop.
+    /// stores whose leases run out, in `group` where the store renews by
+    /// group and the request named it) until [`Holding::end`] or drop.
     pub(crate) async fn start(
         driver: Arc<dyn Driver>,
         runtime: Handle,
         name: KeyName,
         acquired: Acquired,
         renewal: Option<Renewal>,
+        group: Option<Arc<Group>>,
     ) -> Result<Holding> {
         let Acquired {
             granted,
@@ -233,7 +238,8 @@ impl Holding {
             waited,
         } = acquired;
         let clock = driver.clock().clone();
-        let state = LeaseState::new(name, granted.grant, clock.clone());
+        let shared_deadline = group.as_ref().map(|g| g.deadline().clone());
+        let state = LeaseState::new(name, granted.grant, clock.clone(), shared_deadline);
         let record = state.clone();
         granted.lost.on_loss(move |reason| record.mark_lost(reason));
         let mut holding = Holding {
@@ -243,8 +249,33 @@ impl Holding {
             driver: driver.clone(),
             runtime: runtime.clone(),
             done: None,
+            group: None,
             ended: false,
         };
+        if let (Some(r), Some(group)) = (renewal, group) {
+            // The store counts a grant into a group as the group's renewal,
+            // made after the request was sent; and so a renewal of the lease
+            // by id for the group's ttl, which also answers a fresh maxHold.
+            group.confirmed(sent_at);
+            let mut revoke_in = state.grant.revoke_in;
+            let own = |sent: Instant, left: Option<Duration>| left.map(|l| sent + l - r.margin);
+            let little_left = group
+                .deadline()
+                .get()
+                .into_iter()
+                .chain(own(sent_at, revoke_in))
+                .min()
+                .is_none_or(|d| d <= clock.now() + r.ttl / 3);
+            if waited && little_left {
+                sent_at = clock.now();
+                revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
+                group.confirmed(sent_at);
+            }
+            state.set_deadline(own(sent_at, revoke_in));
+            holding.group = Some(group.clone());
+            group.join(state.clone(), own(sent_at, revoke_in));
+            return Ok(holding);
+        }
         let mut revoke_in = state.grant.revoke_in;
         if let Some(r) = renewal {
             // A grant that came while the request waited was made at some
@@ -285,9 +316,7 @@ impl Holding {
     /// in the background gives up on its own (the store's expiry lets the key go).
     pub async fn end(mut self) -> Result<()> {
         self.ended = true;
-        if let Some(done) = &self.done {
-            done.cancel();
-        }
+        self.stop_keeping();
         let id = self.lease.state.lease_id();
         if let Some(reason) = self.lease.loss_reason() {
             if self.driver.capabilities().renewal {
@@ -319,6 +348,16 @@ impl Holding {
         match self.lease.loss_reason() {
             Some(reason) => Err(Error::lost(reason)),
             None => Ok(()),
+        }
+    }
+
+    /// Stops renewing the lease.
+    fn stop_keeping(&self) {
+        if let Some(done) = &self.done {
+            done.cancel();
+        }
+        if let Some(group) = &self.group {
+            group.leave(self.lease.state.lease_id());
         }
     }
 
@@ -358,9 +397,7 @@ where
 impl Drop for Holding {
     fn drop(&mut self) {
         if !self.ended {
-            if let Some(done) = &self.done {
-                done.cancel();
-            }
+            self.stop_keeping();
             self.release_later();
         }
     }

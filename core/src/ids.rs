@@ -40,6 +40,11 @@ id_type!(
     /// The id a holder puts on a hold request, so that a retried request is recognised (LOCK-03).
     RequestId
 );
+id_type!(
+    /// The id of a renewal group: the leases of one store handle with one
+    /// ttl, renewed together by one request. Known only to its holder.
+    GroupId
+);
 
 #[cfg(test)]
 mod tests {

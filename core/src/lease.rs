@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use crate::clock::{Clock, Instant};
+use crate::group::GroupDeadline;
 use crate::ids::LeaseId;
 use crate::loss::LossReason;
 use crate::table::{Grant, KeyName};
@@ -16,18 +17,27 @@ pub(crate) struct LeaseState {
     pub(crate) name: KeyName,
     pub(crate) grant: Grant,
     clock: Clock,
+    /// The lease's own deadline (its maxHold's, in a renewal group).
     deadline: Mutex<Option<Instant>>,
+    /// The deadline of the renewal group the lease is in.
+    group: Option<Arc<GroupDeadline>>,
     lost: CancellationToken,
     reason: OnceLock<LossReason>,
 }
 
 impl LeaseState {
-    pub(crate) fn new(name: KeyName, grant: Grant, clock: Clock) -> Arc<LeaseState> {
+    pub(crate) fn new(
+        name: KeyName,
+        grant: Grant,
+        clock: Clock,
+        group: Option<Arc<GroupDeadline>>,
+    ) -> Arc<LeaseState> {
         Arc::new(LeaseState {
             name,
             grant,
             clock,
             deadline: Mutex::new(None),
+            group,
             lost: CancellationToken::new(),
             reason: OnceLock::new(),
         })
@@ -61,8 +71,13 @@ impl LeaseState {
         *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at;
     }
 
+    /// The holder's deadline: the earlier of its own and its group's.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+        let own = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+        match (own, self.group.as_ref().and_then(|g| g.get())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 

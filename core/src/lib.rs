@@ -28,6 +28,7 @@ mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fence;
+mod group;
 mod ids;
 mod lease;
 mod lock;
@@ -45,7 +46,7 @@ pub mod table;
 pub use connect::{is_etcd_url, ConnectOptions};
 pub use engine::{HoldOptions, Holding};
 pub use error::{Error, ErrorKind, Result};
-pub use ids::{LeaseId, RequestId};
+pub use ids::{GroupId, LeaseId, RequestId};
 pub use lease::Lease;
 pub use lock::{Lock, LockBuilder};
 pub use loss::LossReason;

@@ -145,13 +145,21 @@ impl Lock {
         let store = self.store.inner();
         store.check_open()?;
         let driver = store.driver.clone();
-        let renews = driver.capabilities().renewal;
+        let capabilities = driver.capabilities();
+        let renewal = capabilities.renewal.then_some(Renewal {
+            ttl: self.ttl,
+            margin: self.margin,
+        });
+        let group = renewal
+            .filter(|_| capabilities.groups)
+            .map(|r| store.groups.get(r, &driver, &store.runtime));
         let request = HoldRequest {
             name: KeyName::new(self.name.clone(), key),
             request_id: RequestId::random(),
-            ttl: renews.then_some(self.ttl),
+            ttl: renewal.map(|r| r.ttl),
             max_hold: self.max_hold,
             queue,
+            group: group.as_ref().map(|g| g.id()),
         };
         let name = request.name.clone();
         let wait = options.wait.or(self.wait);
@@ -166,13 +174,16 @@ impl Lock {
         else {
             return Ok(None);
         };
-        let renewal = renews.then_some(Renewal {
-            ttl: self.ttl,
-            margin: self.margin,
-        });
-        Holding::start(driver, store.runtime.clone(), name, acquired, renewal)
-            .await
-            .map(Some)
+        Holding::start(
+            driver,
+            store.runtime.clone(),
+            name,
+            acquired,
+            renewal,
+            group,
+        )
+        .await
+        .map(Some)
     }
 
     /// Waits in line for `key` and holds it until the returned [`Holding`]

@@ -14,7 +14,7 @@ use crate::driver::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
-use crate::ids::{LeaseId, RequestId};
+use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::slots::{AcquireResult, Recovered, SlotJournal, SlotLease, SlotRequest, SlotTable};
 use crate::table::{Event, GiveUp, Grant, HoldAnswer, HoldRequest, LeaseTable, Limits};
@@ -41,6 +41,7 @@ impl Default for MemoryOptions {
             capabilities: Capabilities {
                 renewal: false,
                 push: true,
+                groups: false,
             },
             limits: Limits::default(),
         }
@@ -60,6 +61,7 @@ impl MemoryOptions {
     /// behave as the server store does, which tests of renewal use.
     pub fn renewal(mut self, on: bool) -> MemoryOptions {
         self.capabilities.renewal = on;
+        self.capabilities.groups = on;
         self
     }
 
@@ -172,6 +174,25 @@ impl MemoryDriver {
         }
         st.slots = slots;
         st.journal = Some(journal);
+    }
+
+    /// The leases of renewal group `group`, with the requests they were
+    /// granted to (for a server whose client came back on another connection).
+    pub fn group_members(&self, group: GroupId) -> Vec<(LeaseId, RequestId)> {
+        self.shared.lock().table.group_members(group)
+    }
+
+    /// Releases a lease for someone other than the holder that watches it
+    /// (a server's client on another connection, with the lease's id): the
+    /// holder hears it lost (`Unknown`), as a renewal by group would not say so.
+    pub fn release_unseen(&self, lease: LeaseId) -> Result<()> {
+        self.shared.with_state(|st, now| {
+            st.table.release(lease, now)?;
+            if let Some(tx) = st.losses.remove(&lease) {
+                tx.send(LossReason::Unknown);
+            }
+            Ok(())
+        })
     }
 
     /// How many leases the store holds now.
@@ -330,6 +351,11 @@ impl Driver for MemoryDriver {
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {
         self.shared
             .with_state(|st, now| st.table.renew(lease, ttl, now))
+    }
+
+    async fn renew_group(&self, group: GroupId, ttl: Duration) -> Result<()> {
+        self.shared
+            .with_state(|st, now| st.table.renew_group(group, ttl, now).map(|_| ()))
     }
 
     async fn release(&self, lease: LeaseId) -> Result<()> {

@@ -11,6 +11,7 @@ use crate::driver::{Driver, HolderInfo};
 use crate::duration;
 use crate::engine::{self, HoldOptions};
 use crate::error::{Error, ErrorKind, Result};
+use crate::group::Groups;
 use crate::ids::RequestId;
 use crate::lock::LockBuilder;
 use crate::manual::{ManualLease, MANUAL_LOCK};
@@ -32,6 +33,8 @@ pub(crate) struct StoreInner {
     /// The process that opened the store: a child after `fork()` may not use it.
     pid: u32,
     memory: Option<Arc<MemoryDriver>>,
+    /// The renewal groups of the leases held through this handle.
+    pub(crate) groups: Groups,
     pub(crate) runtime: Handle,
     closed: AtomicBool,
 }
@@ -160,6 +163,7 @@ impl Store {
                 next_hook: AtomicU64::new(0),
                 pid: std::process::id(),
                 memory: None,
+                groups: Groups::default(),
                 runtime,
                 closed: AtomicBool::new(false),
             }),
@@ -227,6 +231,7 @@ impl Store {
             ttl: Some(ttl),
             max_hold: None,
             queue,
+            group: None,
         };
         let acquired = engine::acquire(
             driver,

@@ -2,13 +2,16 @@
 //! renewal mode (leases that run out unless renewed), on a virtual clock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::clock::VirtualClock;
+use leasehold::clock::{Clock, VirtualClock};
+use leasehold::driver::{Acquire, Capabilities, Driver, GiveUp, Grant, HoldRequest, HolderInfo};
+use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
 use leasehold::table::KeyName;
 use leasehold::{
-    CancellationToken, Error, ErrorKind, HoldOptions, LossReason, MemoryDriver, MemoryOptions,
-    Store,
+    CancellationToken, Error, ErrorKind, GroupId, HoldOptions, LeaseId, LossReason, MemoryDriver,
+    MemoryOptions, RequestId, Store,
 };
 
 const S: fn(u64) -> Duration = Duration::from_secs;
@@ -96,7 +99,10 @@ async fn lock_04_waited_grants_keep_a_safe_deadline() {
     for waited in [2u64, 8] {
         let (clock, store) = virtual_store(true);
         let lock = store.lock("l").ttl(S(10)).margin(S(1)).open().unwrap();
-        let first = lock.begin("k", &HoldOptions::default()).await.unwrap();
+        // The first holder's lock handle has another ttl, so the waiter's
+        // renewal group has no renewal of its own to lean on.
+        let other = store.lock("l").ttl(S(20)).open().unwrap();
+        let first = other.begin("k", &HoldOptions::default()).await.unwrap();
         let l2 = lock.clone();
         let waiter = tokio::spawn(async move { l2.begin("k", &HoldOptions::default()).await });
         clock.advance(S(waited)).await;
@@ -152,20 +158,22 @@ async fn lock_06_background_renewal_keeps_the_lease() {
     h.end().await.unwrap();
 }
 
-// LOCK-05, LOCK-09: a lease whose renewals fail is lost at the holder's deadline; the
-// store's later expiry then frees the key and a new hold gets a larger fence.
+// LOCK-05, LOCK-09: a lease whose renewals did not come in time is lost at
+// the holder's deadline; the store's expiry frees the key, the lease is never
+// renewed again, and a new hold gets a larger fence.
 #[tokio::test]
 async fn lock_05_lost_lease_is_not_renewed_and_rehold_is_new() {
     let (clock, store) = virtual_store(true);
     let lock = store.lock("l").ttl(S(3)).open().unwrap();
     let h = lock.begin("k", &HoldOptions::default()).await.unwrap();
     let old_fence = h.lease().fence();
-    // Another party releases the lease by its id: renewals now fail Lost.
     let id = holder_of(&store, "l", "k").unwrap().grant.lease_id;
-    store.driver().release(id).await.unwrap();
-    clock.advance(S(2)).await;
+    // Time jumps past the ttl with no task running in between: no renewal was sent.
+    clock.jump(S(5));
+    settle().await;
     assert!(h.lease().lost());
-    assert_eq!(h.lease().loss_reason(), Some(LossReason::Unknown));
+    assert_eq!(h.lease().loss_reason(), Some(LossReason::Expired));
+    assert!(holder_of(&store, "l", "k").is_none());
     assert_eq!(
         store.driver().renew(id, None).await.unwrap_err().kind(),
         ErrorKind::Lost
@@ -512,5 +520,125 @@ async fn lock_20_other_keys_are_not_delayed() {
     held.end().await.unwrap();
     for w in waiters {
         w.await.unwrap().unwrap();
+    }
+}
+
+// LOCK-06, LOCK-04: the leases one store handle holds with one ttl are
+// renewed together, one renewal for all of them every ttl/3; each keeps a
+// holder's deadline before the store's expiry, and a released lease is no
+// longer renewed (its key goes to the next in line on time).
+#[tokio::test]
+async fn lock_06_leases_of_one_ttl_share_one_renewal() {
+    let clock = VirtualClock::new();
+    let memory = Arc::new(MemoryDriver::new(
+        MemoryOptions::default()
+            .clock(clock.clone().into())
+            .renewal(true),
+        &tokio::runtime::Handle::current(),
+    ));
+    let counting = Arc::new(CountingRenewals {
+        inner: memory.clone(),
+        groups: AtomicUsize::new(0),
+        leases: AtomicUsize::new(0),
+    });
+    let store = Store::from_driver(counting.clone(), tokio::runtime::Handle::current());
+    let holder_of = |_: &Store, lock: &str, key: &str| {
+        memory
+            .table_holders(Some(lock))
+            .into_iter()
+            .find(|h| h.name == KeyName::new(lock, key))
+    };
+    let lock = store.lock("l").ttl(S(9)).margin(S(1)).open().unwrap();
+    let mut held = Vec::new();
+    for i in 0..200 {
+        held.push(
+            lock.begin(&format!("k{i}"), &HoldOptions::default())
+                .await
+                .unwrap(),
+        );
+    }
+    let released = held.pop().unwrap();
+    released.end().await.unwrap();
+    for _ in 0..6 {
+        clock.advance(S(3)).await;
+        let now = clock.now();
+        for (i, h) in held.iter().enumerate() {
+            assert!(!h.lease().lost(), "k{i}: {:?}", h.lease().loss_reason());
+            let expiry = holder_of(&store, "l", &format!("k{i}"))
+                .unwrap()
+                .grant
+                .expires_at
+                .unwrap();
+            let deadline = now + h.lease().remaining().unwrap();
+            assert!(deadline < expiry, "k{i}: {deadline:?} >= {expiry:?}");
+            assert!(h.lease().remaining().unwrap() >= S(5));
+        }
+    }
+    assert!(holder_of(&store, "l", "k199").is_none());
+    let renewals = counting.groups.load(Ordering::SeqCst);
+    assert!(
+        (5..=7).contains(&renewals),
+        "{renewals} group renewals in 18 s at ttl 9 s"
+    );
+    assert_eq!(
+        counting.leases.load(Ordering::SeqCst),
+        0,
+        "no lease renewed by id"
+    );
+    for h in held {
+        h.end().await.unwrap();
+    }
+}
+
+/// A store that counts the renewals it is asked for.
+struct CountingRenewals {
+    inner: Arc<MemoryDriver>,
+    groups: AtomicUsize,
+    leases: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Driver for CountingRenewals {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    fn clock(&self) -> &Clock {
+        self.inner.clock()
+    }
+    async fn hold(&self, request: HoldRequest) -> leasehold::Result<Acquire> {
+        self.inner.hold(request).await
+    }
+    async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> leasehold::Result<Grant> {
+        self.leases.fetch_add(1, Ordering::SeqCst);
+        self.inner.renew(lease, ttl).await
+    }
+    async fn renew_group(&self, group: GroupId, ttl: Duration) -> leasehold::Result<()> {
+        self.groups.fetch_add(1, Ordering::SeqCst);
+        self.inner.renew_group(group, ttl).await
+    }
+    async fn release(&self, lease: LeaseId) -> leasehold::Result<()> {
+        self.inner.release(lease).await
+    }
+    async fn give_up(&self, request: RequestId) -> leasehold::Result<GiveUp> {
+        self.inner.give_up(request).await
+    }
+    async fn holders(&self, lock: Option<&str>) -> leasehold::Result<Vec<HolderInfo>> {
+        self.inner.holders(lock).await
+    }
+    async fn slot_acquire(&self, request: SlotRequest) -> leasehold::Result<AcquireResult> {
+        self.inner.slot_acquire(request).await
+    }
+    async fn slot_renew(
+        &self,
+        lease: &SlotLease,
+        ttl: Duration,
+    ) -> leasehold::Result<Option<SlotLease>> {
+        self.inner.slot_renew(lease, ttl).await
+    }
+    async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> leasehold::Result<bool> {
+        self.inner.slot_release(lease, last_issued).await
+    }
+    async fn close(&self) {
+        self.inner.close().await
     }
 }

@@ -99,6 +99,7 @@ proptest! {
                             ttl: Some(Duration::from_secs(u64::from(ttl))),
                             max_hold: max_hold.map(|m| Duration::from_secs(u64::from(m.max(ttl)))),
                             queue,
+                            group: None,
                         }
                     };
                     let k: u8 = r.name.key.parse().unwrap();

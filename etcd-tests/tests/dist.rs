@@ -31,6 +31,7 @@ fn request(lock: &str, key: &str, ttl: Duration, queue: bool) -> HoldRequest {
         ttl: Some(ttl),
         max_hold: None,
         queue,
+        group: None,
     }
 }
 

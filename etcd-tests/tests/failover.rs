@@ -292,6 +292,7 @@ async fn dist_04_a_broken_watch_stream_is_made_again() {
         ttl: Some(ttl),
         max_hold: None,
         queue: false,
+        group: None,
     };
     let Acquire::Granted(held) = gone.hold(request).await.expect("hold") else {
         panic!("the key is free");

@@ -10,7 +10,7 @@
 //! claims them first. Its leases are left alone when it closes: they run out
 //! by their ttl unless renewed from a new connection (LOCK-07).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -30,7 +30,7 @@ use leasehold::remote::protocol::{
     WireSlotLease, VERSION,
 };
 use leasehold::slots::{NamespaceSpec, SlotLease, SlotRequest};
-use leasehold::{duration, names, Error, ErrorKind, LeaseId, LossReason, RequestId};
+use leasehold::{duration, names, Error, ErrorKind, GroupId, LeaseId, LossReason, RequestId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf};
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec, LengthDelimitedCodecError};
@@ -115,6 +115,15 @@ struct Wait {
     ttl: Duration,
 }
 
+/// What a `Hold` asks, past its key.
+struct HoldAsk {
+    request_id: RequestId,
+    ttl_ms: u64,
+    max_hold_ms: Option<u64>,
+    queue: bool,
+    group: Option<GroupId>,
+}
+
 /// A lease this connection was granted and watches for loss.
 #[derive(Debug, Clone, Copy)]
 struct Held {
@@ -160,6 +169,7 @@ pub(crate) async fn serve<S>(
         out: tx,
         waits: HashMap::new(),
         held: HashMap::new(),
+        groups: HashSet::new(),
         grants: FuturesUnordered::new(),
         losses: FuturesUnordered::new(),
         generation: 0,
@@ -323,6 +333,8 @@ struct Connection {
     out: mpsc::Sender<Bytes>,
     waits: HashMap<RequestId, Wait>,
     held: HashMap<LeaseId, Held>,
+    /// The renewal groups this connection named, whose leases it watches.
+    groups: HashSet<GroupId>,
     grants: FuturesUnordered<GrantWatch>,
     losses: FuturesUnordered<LossWatch>,
     generation: u64,
@@ -509,10 +521,20 @@ impl Connection {
                 ttl_ms,
                 max_hold_ms,
                 queue,
-            } => (
-                Op::Hold,
-                self.hold(lock, key, RequestId(request_id), ttl_ms, max_hold_ms, queue)
-                    .await,
+                group,
+            } => {
+                let request = HoldAsk {
+                    request_id: RequestId(request_id),
+                    ttl_ms,
+                    max_hold_ms,
+                    queue,
+                    group: group.map(GroupId),
+                };
+                (Op::Hold, self.hold(lock, key, request).await)
+            }
+            Request::RenewGroup { group_id, ttl_ms } => (
+                Op::RenewGroup,
+                self.renew_group(GroupId(group_id), ttl_ms).await,
             ),
             Request::Renew { leases } => (Op::Renew, self.renew(leases).await),
             Request::Release { lease_id } => (Op::Release, self.release(LeaseId(lease_id)).await),
@@ -579,15 +601,14 @@ impl Connection {
         Ok(Reply::SlotReleased(released))
     }
 
-    async fn hold(
-        &mut self,
-        lock: String,
-        key: String,
-        request_id: RequestId,
-        ttl_ms: u64,
-        max_hold_ms: Option<u64>,
-        queue: bool,
-    ) -> leasehold::Result<Reply> {
+    async fn hold(&mut self, lock: String, key: String, ask: HoldAsk) -> leasehold::Result<Reply> {
+        let HoldAsk {
+            request_id,
+            ttl_ms,
+            max_hold_ms,
+            queue,
+            group,
+        } = ask;
         self.require_write()?;
         // The empty lock name is the manual leases' namespace.
         if !lock.is_empty() {
@@ -609,7 +630,11 @@ impl Connection {
             ttl: Some(ttl),
             max_hold,
             queue,
+            group,
         };
+        if let Some(group) = group {
+            self.watch_group(group);
+        }
         let answer = {
             let _claim = if self.shared.in_grace.load(Ordering::Acquire) > 0 {
                 Some(self.shared.grace.lock().await)
@@ -675,10 +700,36 @@ impl Connection {
         Ok(Reply::Renewed(answers))
     }
 
+    async fn renew_group(&mut self, group: GroupId, ttl_ms: u64) -> leasehold::Result<Reply> {
+        self.require_write()?;
+        let ttl = duration::check_ttl("ttl", Duration::from_millis(ttl_ms))?;
+        self.shared.driver.renew_group(group, ttl).await?;
+        self.shared.metrics.renewals.inc();
+        self.watch_group(group);
+        Ok(Reply::GroupRenewed)
+    }
+
+    /// Watches for loss every lease of `group` this connection does not
+    /// watch yet, the first time it names the group (a client that came
+    /// back on a new connection).
+    fn watch_group(&mut self, group: GroupId) {
+        if !self.groups.insert(group) {
+            return;
+        }
+        for (lease_id, request_id) in self.shared.driver.group_members(group) {
+            if !self.held.contains_key(&lease_id) {
+                self.adopt(lease_id, request_id);
+            }
+        }
+    }
+
     async fn release(&mut self, lease_id: LeaseId) -> leasehold::Result<Reply> {
         self.require_write()?;
-        self.shared.driver.release(lease_id).await?;
-        self.held.remove(&lease_id);
+        if self.held.remove(&lease_id).is_some() {
+            self.shared.driver.release(lease_id).await?;
+        } else {
+            self.shared.driver.release_unseen(lease_id)?;
+        }
         self.shared.metrics.releases.inc();
         Ok(Reply::Released)
     }

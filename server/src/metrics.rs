@@ -43,10 +43,12 @@ pub enum Op {
     SlotRenew,
     /// `SlotRelease`.
     SlotRelease,
+    /// `RenewGroup`.
+    RenewGroup,
 }
 
 impl Op {
-    const ALL: [Op; 9] = [
+    const ALL: [Op; 10] = [
         Op::Hold,
         Op::Renew,
         Op::Release,
@@ -56,6 +58,7 @@ impl Op {
         Op::SlotAcquire,
         Op::SlotRenew,
         Op::SlotRelease,
+        Op::RenewGroup,
     ];
 
     /// The label value.
@@ -70,6 +73,7 @@ impl Op {
             Op::SlotAcquire => "slot_acquire",
             Op::SlotRenew => "slot_renew",
             Op::SlotRelease => "slot_release",
+            Op::RenewGroup => "renew_group",
         }
     }
 }

@@ -26,6 +26,7 @@ fn seeds() -> Vec<Vec<u8>> {
                 ttl_ms: 10_000,
                 max_hold_ms: Some(60_000),
                 queue: true,
+                group: None,
             },
         },
         ClientFrame::Request {

@@ -217,6 +217,7 @@ async fn lock_13_bad_ttls_and_names_are_refused() {
         ttl_ms: 10_000,
         max_hold_ms: Some(9_999),
         queue: false,
+        group: None,
     };
     assert_eq!(code(&a.request(short_max_hold).await), "InvalidTtl");
     assert_eq!(code(&a.hold("l", "", 1, false).await), "EmptyName");
@@ -306,6 +307,7 @@ async fn lock_12_max_hold_revocation_is_pushed_as_lost() {
             ttl_ms: 1_000,
             max_hold_ms: Some(1_000),
             queue: false,
+            group: None,
         })
         .await;
     let lease = match granted {

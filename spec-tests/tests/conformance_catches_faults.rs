@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use leasehold::clock::{Clock, VirtualClock};
 use leasehold::driver::{Acquire, Capabilities, Driver, GiveUp, Grant, HoldRequest, HolderInfo};
 use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
-use leasehold::{ErrorKind, LeaseId, MemoryDriver, MemoryOptions, RequestId, Result};
+use leasehold::{ErrorKind, GroupId, LeaseId, MemoryDriver, MemoryOptions, RequestId, Result};
 use spec_tests::conformance::{self, Harness, Time};
 
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +61,10 @@ impl Driver for Faulty {
 
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {
         self.inner.renew(lease, ttl).await
+    }
+
+    async fn renew_group(&self, group: GroupId, ttl: Duration) -> Result<()> {
+        self.inner.renew_group(group, ttl).await
     }
 
     async fn release(&self, lease: LeaseId) -> Result<()> {

@@ -24,6 +24,7 @@ fn request(key: &str, id: RequestId) -> HoldRequest {
         ttl: Some(Duration::from_secs(10)),
         max_hold: None,
         queue: true,
+        group: None,
     }
 }
 

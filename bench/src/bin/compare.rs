@@ -20,7 +20,9 @@
 //! over the rounds), `--warmup-ms N` (300, before each round), `--rounds N`
 //! (3: every workload runs once per round, all systems interleaved, so
 //! that load from outside falls on all alike), `--renew-ms N` (6000),
-//! `--leases 1000,10000,50000`, `--markdown FILE` (where the
+//! `--leases 1000,10000,50000`, `--million N` (1000000: the leases of the
+//! long Leasehold run, ttl 10 s; 0 skips it), `--million-ms N` (60000),
+//! `--markdown FILE` (where the
 //! Markdown section goes; `target/bench-compare.md` by default).
 
 #[path = "../compare/procs.rs"]
@@ -59,11 +61,17 @@ fn loadavg() -> String {
         .unwrap_or_default()
 }
 
+/// The ttl of the long run's leases.
+const MILLION_TTL: Duration = Duration::from_secs(10);
+
 struct Config {
     window: Window,
     rounds: u32,
     renew_span: Duration,
     leases: Vec<usize>,
+    /// How many leases the long Leasehold run keeps (0: no such run).
+    million: usize,
+    million_span: Duration,
     markdown: PathBuf,
 }
 
@@ -77,6 +85,8 @@ impl Config {
             rounds: 3,
             renew_span: Duration::from_millis(6000),
             leases: vec![1_000, 10_000, 50_000],
+            million: 1_000_000,
+            million_span: Duration::from_secs(60),
             markdown: target_dir().join("bench-compare.md"),
         };
         let mut it = args.iter();
@@ -98,6 +108,8 @@ impl Config {
                         .map(str::parse)
                         .collect::<Result<_, _>>()?
                 }
+                "--million" => c.million = value()?.parse()?,
+                "--million-ms" => c.million_span = Duration::from_millis(value()?.parse()?),
                 "--markdown" => c.markdown = PathBuf::from(value()?),
                 other => bail!("unknown option {other}"),
             }
@@ -545,7 +557,7 @@ async fn run(config: &Config) -> Result<Results> {
         }
     }
 
-    eprintln!("leases kept renewed by one client process (ttl 3 s)");
+    eprintln!("leases kept renewed by one client process");
     let runs: Vec<(&str, &str, Option<String>, Option<u32>)> = vec![
         (
             "leasehold",
@@ -566,16 +578,31 @@ async fn run(config: &Config) -> Result<Results> {
             servers.redis.as_ref().map(|s| s.pid),
         ),
     ];
-    for &n in &config.leases {
-        for (system, how, target, pid) in &runs {
+    let mut planned: Vec<(usize, Duration, Duration, usize)> = config
+        .leases
+        .iter()
+        .flat_map(|&n| (0..runs.len()).map(move |i| (n, renew::TTL, Duration::ZERO, i)))
+        .collect();
+    if config.million > 0 {
+        planned.push((config.million, MILLION_TTL, config.million_span, 0));
+    }
+    for (n, ttl, span, i) in planned {
+        let (system, how, target, pid) = &runs[i];
+        {
             let (Some(target), Some(pid)) = (target, pid) else {
                 continue;
             };
-            let (system, target, pid, span) = (*system, target.clone(), *pid, config.renew_span);
-            let measured =
-                tokio::task::spawn_blocking(move || renew::measure(system, &target, n, span, pid))
-                    .await
-                    .context("the renewal measurement panicked")?;
+            let span = if span.is_zero() {
+                config.renew_span
+            } else {
+                span
+            };
+            let (system, target, pid) = (*system, target.clone(), *pid);
+            let measured = tokio::task::spawn_blocking(move || {
+                renew::measure(system, &target, n, ttl, span, pid)
+            })
+            .await
+            .context("the renewal measurement panicked")?;
             match measured {
                 Ok(r) => {
                     eprintln!(
@@ -586,7 +613,7 @@ async fn run(config: &Config) -> Result<Results> {
                         res.problems
                             .push(format!("{system}: {} of {n} renewed leases lost", r.lost));
                     }
-                    res.renewed.push((system.into(), (*how).into(), r));
+                    res.renewed.push((system.to_string(), how.to_string(), r));
                 }
                 Err(e) => res.failed(&format!("{system} renewal of {n} leases"), e),
             }
@@ -773,33 +800,40 @@ fn markdown(config: &Config, res: &Results) -> String {
     if !res.renewed.is_empty() {
         let _ = writeln!(
             md,
-            "\nLeases kept renewed by one client process (ttl 3 s, renewed every 1 s, for ~{} s). \
+            "\nLeases kept renewed by one client process (ttl 3 s, renewed every 1 s, for ~{} s; \
+             the last Leasehold line: ttl {} s for ~{} s). \
              Each line runs in a child process of its own that does nothing else; CPU is the sum \
              of its threads' run time (/proc/PID/task/*/schedstat), and the server's over the \
              same span. \"Taking them all\" is the time to acquire the N leases first (Leasehold: \
              `try_begin`, 256 in flight; etcd: txns of 128 puts, 8 in flight; Redis: pipelines \
              of 1,000 SETs). The Leasehold server runs with `--max-keys-per-connection {}` \
-             (default 10,000), so that one Store may hold 50,000.\n",
+             (default 10,000), so that one Store may hold them all. Memory is the growth of \
+             each process's resident set (VmRSS) over taking the leases, per lease.\n",
             config.renew_span.as_secs(),
+            MILLION_TTL.as_secs(),
+            config.million_span.as_secs(),
             procs::LEASEHOLD_MAX_KEYS
         );
         let _ = writeln!(
             md,
-            "| system | how | leases | client CPU | client CPU per lease-renewal | server CPU | lost | taking them all |"
+            "| system | how | leases | ttl | client CPU | client CPU per lease-renewal | server CPU | lost | taking them all | client memory per lease | server memory per lease |"
         );
-        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (system, how, r) in &res.renewed {
             let span = r.span.as_secs_f64();
-            let renewals = r.n as f64 * span / (renew::TTL.as_secs_f64() / 3.0);
+            let renewals = r.n as f64 * span / (r.ttl.as_secs_f64() / 3.0);
             let _ = writeln!(
                 md,
-                "| {system} | {how} | {} | {:.1}% of a core | {:.2} µs | {:.1}% of a core | {} | {} |",
+                "| {system} | {how} | {} | {} s | {:.1}% of a core | {:.3} µs | {:.1}% of a core | {} | {} | {:.0} B | {:.0} B |",
                 show_rate(r.n as f64),
+                r.ttl.as_secs(),
                 100.0 * r.client_cpu.as_secs_f64() / span,
                 r.client_cpu.as_secs_f64() * 1e6 / renewals,
                 100.0 * r.server_cpu.as_secs_f64() / span,
                 r.lost,
-                show(Some(r.setup))
+                show(Some(r.setup)),
+                r.client_bytes,
+                r.server_bytes
             );
         }
     }

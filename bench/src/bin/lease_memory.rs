@@ -136,6 +136,7 @@ fn request(lock: &std::sync::Arc<str>, i: usize) -> HoldRequest {
         ttl: Some(Duration::from_secs(10)),
         max_hold: None,
         queue: true,
+        group: None,
     }
 }
 

@@ -146,7 +146,7 @@ fn temp_dir(name: &str) -> Result<tempfile::TempDir> {
 
 /// What the benchmark's Leasehold server lets one connection hold
 /// (`--max-keys-per-connection`; the server's default is 10,000).
-pub const LEASEHOLD_MAX_KEYS: usize = 100_000;
+pub const LEASEHOLD_MAX_KEYS: usize = 1_100_000;
 
 /// Starts `leasehold serve` (the release binary `bin`) on a free loopback
 /// port, reading the port from its `listening on 127.0.0.1:PORT` line.
@@ -336,4 +336,16 @@ fn clock_ticks() -> u64 {
             .parse()
             .unwrap_or(100)
     })
+}
+
+/// The resident memory of process `pid` ("self" for this one), in bytes
+/// (`VmRSS` of /proc/PID/status).
+pub fn rss_bytes(pid: &str) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .ok_or_else(|| anyhow!("no VmRSS in /proc/{pid}/status"))?;
+    Ok(kb * 1024)
 }

@@ -1,7 +1,8 @@
 //! Keeping many leases renewed from one client process, and what it costs
 //! that process in CPU. Each measurement runs in a child process of its
-//! own (`compare renew-child SYSTEM TARGET N SECS`), so that its CPU time is
-//! its own; the parent reads the server's CPU time over the same span.
+//! own (`compare renew-child SYSTEM TARGET N TTL_MS SPAN_MS`), so that its
+//! CPU time and memory are its own; the parent reads the server's CPU time
+//! over the same span, and its memory before and after the leases were taken.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -14,7 +15,7 @@ use leasehold::Store;
 
 use super::procs;
 
-/// The ttl of the renewed leases; each is renewed every ttl/3.
+/// The ttl of the renewed leases of the main runs; each is renewed every ttl/3.
 pub const TTL: Duration = Duration::from_secs(3);
 
 /// What one child measured, and the server's CPU over the same span.
@@ -22,6 +23,8 @@ pub const TTL: Duration = Duration::from_secs(3);
 pub struct Renewed {
     /// Leases held.
     pub n: usize,
+    /// Their ttl.
+    pub ttl: Duration,
     /// How long they were kept renewed.
     pub span: Duration,
     /// The client process's CPU time over the span.
@@ -32,6 +35,10 @@ pub struct Renewed {
     pub lost: usize,
     /// How long taking all N took.
     pub setup: Duration,
+    /// The client's resident memory per lease held (growth over taking them, bytes).
+    pub client_bytes: f64,
+    /// The server's resident memory per lease held (growth over taking them, bytes).
+    pub server_bytes: f64,
 }
 
 /// Runs one measurement in a child process: `system` is leasehold, etcd or
@@ -40,12 +47,16 @@ pub fn measure(
     system: &str,
     target: &str,
     n: usize,
+    ttl: Duration,
     span: Duration,
     server_pid: u32,
 ) -> Result<Renewed> {
     let exe = std::env::current_exe()?;
+    let pid = server_pid.to_string();
+    let server_rss = procs::rss_bytes(&pid)?;
     let mut child = Command::new(exe)
         .args(["renew-child", system, target, &n.to_string()])
+        .arg(ttl.as_millis().to_string())
         .arg(span.as_millis().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -53,7 +64,6 @@ pub fn measure(
         .spawn()
         .context("start the renewal child")?;
     let stdout = child.stdout.take().expect("piped");
-    let pid = server_pid.to_string();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
@@ -63,8 +73,10 @@ pub fn measure(
         }
     });
     // A child that neither finishes nor fails is killed: setup, the span,
-    // the releases, and a minute to spare.
-    let deadline = Instant::now() + span + Duration::from_secs(60);
+    // the releases, and time to spare (a second per 10,000 leases, at least a minute).
+    let spare = Duration::from_secs(60.max(n as u64 / 10_000));
+    let deadline = Instant::now() + span + spare;
+    let mut server_grew = 0;
     let mut setup = None;
     let mut server_start = None;
     let mut result = None;
@@ -82,17 +94,21 @@ pub fn measure(
         };
         if let Some(rest) = line.strip_prefix("ready ") {
             server_start = Some(procs::cpu_time(&pid)?);
+            server_grew = procs::rss_bytes(&pid)?.saturating_sub(server_rss);
             setup = Some(Duration::from_micros(field(rest, "setup_us")?));
         } else if let Some(rest) = line.strip_prefix("result ") {
             let server_cpu = procs::cpu_time(&pid)?
                 - server_start.ok_or_else(|| anyhow!("result before ready"))?;
             result = Some(Renewed {
                 n,
+                ttl,
                 span: Duration::from_millis(field(rest, "span_ms")?),
                 client_cpu: Duration::from_micros(field(rest, "cpu_us")?),
                 server_cpu,
                 lost: field(rest, "lost")? as usize,
                 setup: setup.unwrap_or_default(),
+                client_bytes: field(rest, "rss_grew")? as f64 / n.max(1) as f64,
+                server_bytes: server_grew as f64 / n.max(1) as f64,
             });
         }
     }
@@ -101,7 +117,7 @@ pub fn measure(
         Some(r) if status.success() => Ok(r),
         _ if timed_out => bail!(
             "the {system} renewal child with {n} leases was killed after {} s without a result ({})",
-            (span + Duration::from_secs(60)).as_secs(),
+            (span + spare).as_secs(),
             if setup.is_some() {
                 "after it took all its leases"
             } else {
@@ -120,21 +136,22 @@ fn field(text: &str, name: &str) -> Result<u64> {
         .with_context(|| format!("bad {name} in {text:?}"))
 }
 
-/// The child's side: `args` are SYSTEM TARGET N SPAN_MS.
+/// The child's side: `args` are SYSTEM TARGET N TTL_MS SPAN_MS.
 pub fn child_main(args: &[String]) -> Result<()> {
-    let [system, target, n, span] = args else {
-        bail!("usage: compare renew-child SYSTEM TARGET N SPAN_MS");
+    let [system, target, n, ttl, span] = args else {
+        bail!("usage: compare renew-child SYSTEM TARGET N TTL_MS SPAN_MS");
     };
     let n: usize = n.parse()?;
+    let ttl = Duration::from_millis(ttl.parse()?);
     let span = Duration::from_millis(span.parse()?);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let outcome = rt.block_on(async {
         match system.as_str() {
-            "leasehold" => leasehold(target, n, span).await,
-            "etcd" => etcd(target, n, span).await,
-            "redis" => redis_renew(target.parse()?, n, span).await,
+            "leasehold" => leasehold(target, n, ttl, span).await,
+            "etcd" => etcd(target, n, ttl, span).await,
+            "redis" => redis_renew(target.parse()?, n, ttl, span).await,
             other => bail!("unknown system {other}"),
         }
     });
@@ -150,13 +167,17 @@ fn self_cpu() -> Duration {
     procs::cpu_time("self").unwrap_or_default()
 }
 
+fn self_rss() -> u64 {
+    procs::rss_bytes("self").unwrap_or_default()
+}
+
 fn ready(setup: Duration) {
     println!("ready setup_us={}", setup.as_micros());
 }
 
-fn report(span: Duration, cpu: Duration, lost: usize) {
+fn report(span: Duration, cpu: Duration, lost: usize, rss_grew: u64) {
     println!(
-        "result span_ms={} cpu_us={} lost={lost}",
+        "result span_ms={} cpu_us={} lost={lost} rss_grew={rss_grew}",
         span.as_millis(),
         cpu.as_micros()
     );
@@ -164,9 +185,10 @@ fn report(span: Duration, cpu: Duration, lost: usize) {
 
 /// Leasehold: N holdings of one `Store`, each renewed by the holder engine
 /// every ttl/3 (the driver batches renewals that come due together).
-async fn leasehold(url: &str, n: usize, span: Duration) -> Result<()> {
+async fn leasehold(url: &str, n: usize, ttl: Duration, span: Duration) -> Result<()> {
     let store = Store::connect(url, ConnectOptions::default()).await?;
-    let lock = store.lock("renew").ttl(TTL).open()?;
+    let lock = store.lock("renew").ttl(ttl).open()?;
+    let rss = self_rss();
     let t = Instant::now();
     let holdings: Vec<leasehold::Holding> = futures::stream::iter(0..n)
         .map(|i| {
@@ -179,6 +201,7 @@ async fn leasehold(url: &str, n: usize, span: Duration) -> Result<()> {
         .into_iter()
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| anyhow!("a fresh key was held already"))?;
+    let rss_grew = self_rss().saturating_sub(rss);
     ready(t.elapsed());
     let cpu = self_cpu();
     let t = Instant::now();
@@ -192,7 +215,7 @@ async fn leasehold(url: &str, n: usize, span: Duration) -> Result<()> {
         .collect()
         .await;
     let lost_end = ended.iter().filter(|r| r.is_err()).count();
-    report(span, cpu, lost_flag.max(lost_end));
+    report(span, cpu, lost_flag.max(lost_end), rss_grew);
     store.close().await;
     Ok(())
 }
@@ -200,11 +223,12 @@ async fn leasehold(url: &str, n: usize, span: Duration) -> Result<()> {
 /// etcd: N keys attached to ONE lease, kept alive every ttl/3 on one
 /// keep-alive stream. Lost: keys missing at the end, or a keep-alive that
 /// answered ttl 0.
-async fn etcd(endpoint: &str, n: usize, span: Duration) -> Result<()> {
+async fn etcd(endpoint: &str, n: usize, ttl: Duration, span: Duration) -> Result<()> {
     use etcd_client::{GetOptions, PutOptions, Txn, TxnOp};
     let mut client = etcd_client::Client::connect([endpoint], None).await?;
+    let rss = self_rss();
     let t = Instant::now();
-    let lease = client.lease_grant(TTL.as_secs() as i64, None).await?.id();
+    let lease = client.lease_grant(ttl.as_secs() as i64, None).await?.id();
     let keys: Vec<usize> = (0..n).collect();
     // etcd's default --max-txn-ops is 128.
     futures::stream::iter(keys.chunks(128))
@@ -226,13 +250,14 @@ async fn etcd(endpoint: &str, n: usize, span: Duration) -> Result<()> {
         .try_collect::<Vec<_>>()
         .await?;
     let (mut keeper, mut answers) = client.lease_keep_alive(lease).await?;
+    let rss_grew = self_rss().saturating_sub(rss);
     ready(t.elapsed());
     let cpu = self_cpu();
     let t = Instant::now();
     let mut expired = false;
-    let mut tick = tokio::time::interval(TTL / 3);
+    let mut tick = tokio::time::interval(ttl / 3);
     tick.tick().await;
-    while t.elapsed() + TTL / 3 <= span + Duration::from_millis(50) {
+    while t.elapsed() + ttl / 3 <= span + Duration::from_millis(50) {
         tick.tick().await;
         keeper.keep_alive().await?;
         match answers.message().await? {
@@ -250,16 +275,17 @@ async fn etcd(endpoint: &str, n: usize, span: Duration) -> Result<()> {
         .await?
         .count() as usize;
     let lost = if expired { n } else { n.saturating_sub(count) };
-    report(span, cpu, lost);
+    report(span, cpu, lost, rss_grew);
     client.lease_revoke(lease).await?;
     Ok(())
 }
 
 /// Redis: N keys set with PX ttl, all PEXPIRE'd every ttl/3 in one
 /// pipeline. Lost: a PEXPIRE that found no key, or keys missing at the end.
-async fn redis_renew(port: u16, n: usize, span: Duration) -> Result<()> {
+async fn redis_renew(port: u16, n: usize, ttl: Duration, span: Duration) -> Result<()> {
     let mut conn = super::systems::redis_connection(port).await?;
-    let ttl_ms = TTL.as_millis() as u64;
+    let ttl_ms = ttl.as_millis() as u64;
+    let rss = self_rss();
     let keys: Vec<String> = (0..n).map(|i| format!("renew:k{i}")).collect();
     let t = Instant::now();
     for chunk in keys.chunks(1000) {
@@ -274,13 +300,14 @@ async fn redis_renew(port: u16, n: usize, span: Duration) -> Result<()> {
         }
         p.query_async::<()>(&mut conn).await?;
     }
+    let rss_grew = self_rss().saturating_sub(rss);
     ready(t.elapsed());
     let cpu = self_cpu();
     let t = Instant::now();
     let mut lost = 0;
-    let mut tick = tokio::time::interval(TTL / 3);
+    let mut tick = tokio::time::interval(ttl / 3);
     tick.tick().await;
-    while t.elapsed() + TTL / 3 <= span + Duration::from_millis(50) {
+    while t.elapsed() + ttl / 3 <= span + Duration::from_millis(50) {
         tick.tick().await;
         let mut p = redis::pipe();
         for k in &keys {
@@ -299,7 +326,7 @@ async fn redis_renew(port: u16, n: usize, span: Duration) -> Result<()> {
             .await?;
         present += c;
     }
-    report(span, cpu, lost.max(n - present));
+    report(span, cpu, lost.max(n - present), rss_grew);
     for chunk in keys.chunks(1000) {
         redis::cmd("DEL")
             .arg(chunk)

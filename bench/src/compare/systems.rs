@@ -385,6 +385,7 @@ impl Locker for WireClient {
                 ttl_ms: LOCK_TTL_SECS as u64 * 1000,
                 max_hold_ms: None,
                 queue: true,
+                group: None,
             })
             .await?;
         match reply {

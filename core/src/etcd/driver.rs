@@ -214,6 +214,7 @@ impl Driver for EtcdDriver {
         Capabilities {
             renewal: true,
             push: true,
+            groups: false,
         }
     }
 

@@ -1,7 +1,8 @@
 //! The driver of the server store: one multiplexed connection, reconnected
 //! with backoff; held leases renewed by id on every new connection
 //! (LOCK-07); holds whose answer was lost asked again with the same request
-//! id (LOCK-03); renewals of many leases batched into one frame.
+//! id (LOCK-03); leases renewed by group, one small frame per group, and
+//! renewals of single leases batched into one frame.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -26,7 +27,7 @@ use crate::driver::{
     LossSender,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::{LeaseId, RequestId};
+use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::slots::{AcquireResult, SlotLease, SlotRequest};
 
@@ -47,6 +48,7 @@ struct Waiter {
     tx: oneshot::Sender<Result<Granted>>,
     request: Request,
     ttl_ms: u64,
+    group: Option<GroupId>,
     /// The store answered `Queued`: a new connection asks again for it.
     queued: bool,
 }
@@ -55,6 +57,8 @@ struct Held {
     ttl_ms: u64,
     loss: LossSender,
     epoch: u32,
+    /// The renewal group that renews it, if any.
+    group: Option<GroupId>,
 }
 
 type RenewReply = oneshot::Sender<Result<WireGrant>>;
@@ -274,6 +278,22 @@ impl Shared {
         }
     }
 
+    /// Tells the holders of every lease of `group` that it is lost.
+    fn lose_group(&self, group: GroupId, reason: LossReason) {
+        let mut st = self.lock();
+        let gone: Vec<LeaseId> = st
+            .held
+            .iter()
+            .filter(|(_, h)| h.group == Some(group))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            if let Some(h) = st.held.remove(&id) {
+                h.loss.send(reason);
+            }
+        }
+    }
+
     /// Hands a grant to its waiter, or releases it when nobody waits (LOCK-18).
     fn deliver_grant(&self, st: &mut State, w: &WireGrant) {
         let epoch = st.epoch.unwrap_or(0);
@@ -294,6 +314,7 @@ impl Shared {
                             ttl_ms: waiter.ttl_ms,
                             loss,
                             epoch,
+                            group: waiter.group,
                         },
                     );
                 }
@@ -452,22 +473,43 @@ async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
 /// asks again for every request waiting in line, by the same id (LOCK-03).
 async fn resync(shared: Weak<Shared>, restarted: bool) {
     let Some(s) = shared.upgrade() else { return };
-    let (leases, holds) = {
+    let (leases, groups, holds) = {
         let mut st = s.lock();
         if restarted {
             for (_, h) in st.held.drain() {
                 h.loss.send(LossReason::Restarted);
             }
         }
-        let leases: Vec<(u128, u64)> = st.held.iter().map(|(id, h)| (id.0, h.ttl_ms)).collect();
+        let leases: Vec<(u128, u64)> = st
+            .held
+            .iter()
+            .filter(|(_, h)| h.group.is_none())
+            .map(|(id, h)| (id.0, h.ttl_ms))
+            .collect();
+        let groups: HashMap<GroupId, u64> = st
+            .held
+            .values()
+            .filter_map(|h| Some((h.group?, h.ttl_ms)))
+            .collect();
         let holds: Vec<(RequestId, Request)> = st
             .waiters
             .iter()
             .filter(|(_, w)| w.queued)
             .map(|(id, w)| (*id, w.request.clone()))
             .collect();
-        (leases, holds)
+        (leases, groups, holds)
     };
+    for (group, ttl_ms) in groups {
+        let answer = s
+            .call(Request::RenewGroup {
+                group_id: group.0,
+                ttl_ms,
+            })
+            .await;
+        if answer.is_err_and(|e| e.kind() == ErrorKind::Lost) {
+            s.lose_group(group, LossReason::Expired);
+        }
+    }
     let batch = s.lock().renew_batch.max(1);
     for chunk in leases.chunks(batch) {
         let asked: Vec<u128> = chunk.iter().map(|(id, _)| *id).collect();
@@ -581,6 +623,7 @@ impl Driver for RemoteDriver {
         Capabilities {
             renewal: true,
             push: true,
+            groups: true,
         }
     }
 
@@ -599,6 +642,7 @@ impl Driver for RemoteDriver {
             ttl_ms,
             max_hold_ms: request.max_hold.map(millis),
             queue: request.queue,
+            group: request.group.map(|g| g.0),
         };
         loop {
             s.wait_up().await?;
@@ -612,6 +656,7 @@ impl Driver for RemoteDriver {
                                 tx: wtx,
                                 request: wire.clone(),
                                 ttl_ms,
+                                group: request.group,
                                 queued: false,
                             },
                         );
@@ -643,6 +688,7 @@ impl Driver for RemoteDriver {
                             ttl_ms,
                             loss,
                             epoch,
+                            group: request.group,
                         },
                     );
                     return Ok(Acquire::Granted(Granted {
@@ -685,6 +731,33 @@ impl Driver for RemoteDriver {
         self.shared.renew_wake.notify_one();
         let wire = rx.await.unwrap_or_else(|_| Err(closed()))?;
         Ok(grant_of(&wire))
+    }
+
+    async fn renew_group(&self, group: GroupId, ttl: Duration) -> Result<()> {
+        let s = &self.shared;
+        if s.closed.is_cancelled() {
+            return Err(closed());
+        }
+        let epoch = s.lock().epoch;
+        let body = Request::RenewGroup {
+            group_id: group.0,
+            ttl_ms: millis(ttl),
+        };
+        match s.call(body).await {
+            Ok(Reply::GroupRenewed) => Ok(()),
+            Ok(other) => Err(unexpected("renew group", &other)),
+            Err(e) if e.kind() == ErrorKind::Lost => {
+                let restarted = s.lock().epoch != epoch;
+                let reason = if restarted {
+                    LossReason::Restarted
+                } else {
+                    LossReason::Expired
+                };
+                s.lose_group(group, reason);
+                Err(Error::lost(reason))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     async fn release(&self, lease: LeaseId) -> Result<()> {

@@ -18,7 +18,7 @@ use crate::slots::{Owner, SlotLease, SlotRequest};
 use crate::table::{GiveUp, Grant};
 
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// The largest frame either side accepts unless configured otherwise.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
@@ -79,6 +79,9 @@ pub enum Request {
         max_hold_ms: Option<u64>,
         /// Wait in line when the key is held.
         queue: bool,
+        /// The renewal group the lease joins (`RenewGroup` renews it with
+        /// the group); `None`: renewed by its id alone.
+        group: Option<u128>,
     },
     /// Renew leases by id, many in one frame; each gets its own answer.
     Renew {
@@ -132,6 +135,13 @@ pub enum Request {
         lease: WireSlotLease,
         /// The largest timestamp issued under it, in milliseconds.
         last_issued: u64,
+    },
+    /// Renew every lease of a renewal group, however many, for `ttl_ms`.
+    RenewGroup {
+        /// The group, as the holds that joined it named it.
+        group_id: u128,
+        /// The ttl in milliseconds.
+        ttl_ms: u64,
     },
 }
 
@@ -269,6 +279,8 @@ pub enum Reply {
     SlotRenewed(Option<WireSlotLease>),
     /// The answer to `SlotRelease`: whether it released.
     SlotReleased(bool),
+    /// The answer to `RenewGroup`: every lease still in the group is renewed.
+    GroupRenewed,
 }
 
 /// [`GiveUp`] on the wire.
@@ -417,12 +429,20 @@ mod tests {
                     ttl_ms: 10_000,
                     max_hold_ms: None,
                     queue: true,
+                    group: Some(3),
                 },
             },
             ClientFrame::Request {
                 id: 8,
                 body: Request::Renew {
                     leases: vec![(1, 2), (3, 4)],
+                },
+            },
+            ClientFrame::Request {
+                id: 9,
+                body: Request::RenewGroup {
+                    group_id: u128::MAX,
+                    ttl_ms: 10_000,
                 },
             },
         ];

@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::clock::Instant;
-use crate::ids::{LeaseId, RequestId};
+use crate::ids::{GroupId, LeaseId, RequestId};
 
 /// What a deadline is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -18,6 +18,8 @@ pub enum Timer {
     Revoke(LeaseId),
     /// The lease's ttl may have run out (it may have been renewed since).
     Expire(LeaseId),
+    /// A renewal group's ttl may have run out, and with it its leases'.
+    ExpireGroup(GroupId),
     /// A request whose lease ended unseen can be forgotten.
     Forget(RequestId),
 }

@@ -9,7 +9,7 @@
 mod deadlines;
 
 use std::borrow::Borrow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use std::time::Duration;
 use crate::clock::Instant;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::Fences;
-use crate::ids::{LeaseId, RequestId};
+use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
 use deadlines::{Deadlines, Timer};
 
@@ -74,6 +74,10 @@ pub struct HoldRequest {
     pub max_hold: Option<Duration>,
     /// Whether to wait in line when the key is held (`false` for tryHold).
     pub queue: bool,
+    /// The renewal group the lease joins: it expires with the group and is
+    /// renewed by [`LeaseTable::renew_group`]. `None`: renewed by its own id.
+    /// Ignored without a ttl.
+    pub group: Option<GroupId>,
 }
 
 /// One grant of one key to one request.
@@ -159,8 +163,10 @@ struct HolderState {
     grant: Grant,
     granted_at: Instant,
     ttl: Option<Duration>,
-    /// The deadline of this lease's pending `Expire` timer.
+    /// The deadline of this lease's pending `Expire` timer (none in a group).
     armed: Option<Instant>,
+    /// The renewal group whose expiry is this lease's.
+    group: Option<GroupId>,
 }
 
 #[derive(Debug)]
@@ -168,6 +174,18 @@ struct Waiter {
     request_id: RequestId,
     ttl: Option<Duration>,
     max_hold: Option<Duration>,
+    group: Option<GroupId>,
+}
+
+/// Leases that expire together unless their group is renewed: one timer
+/// and one renewal for all of them, however many they are.
+#[derive(Debug)]
+struct GroupState {
+    /// When the group's leases expire; it only moves later.
+    expires_at: Instant,
+    /// The deadline of the group's pending `ExpireGroup` timer.
+    armed: Instant,
+    members: HashSet<LeaseId>,
 }
 
 #[derive(Debug, Default)]
@@ -206,6 +224,7 @@ pub struct LeaseTable {
     keys: HashMap<KeyRef, KeyState>,
     leases: HashMap<LeaseId, KeyRef>,
     requests: HashMap<RequestId, RequestState>,
+    groups: HashMap<GroupId, GroupState>,
     deadlines: Deadlines,
     fences: Fences,
     limits: Limits,
@@ -220,6 +239,7 @@ impl LeaseTable {
             keys: HashMap::new(),
             leases: HashMap::new(),
             requests: HashMap::new(),
+            groups: HashMap::new(),
             deadlines: Deadlines::default(),
             fences,
             limits,
@@ -265,9 +285,18 @@ impl LeaseTable {
         let h = state.holder.as_ref()?;
         Some(Holder {
             name: name.clone(),
-            grant: h.grant.clone(),
+            grant: self.current(h),
             granted_at: h.granted_at,
         })
+    }
+
+    /// A holder's grant with its current expiry (its group's, in a group).
+    fn current(&self, h: &HolderState) -> Grant {
+        let mut grant = h.grant.clone();
+        if let Some(g) = h.group.and_then(|id| self.groups.get(&id)) {
+            grant.expires_at = Some(g.expires_at);
+        }
+        grant
     }
 
     /// The holder of the lease `lease_id`, if it is held.
@@ -276,7 +305,7 @@ impl LeaseTable {
         let h = self.keys.get(key)?.holder.as_ref()?;
         Some(Holder {
             name: (*key.0).clone(),
-            grant: h.grant.clone(),
+            grant: self.current(h),
             granted_at: h.granted_at,
         })
     }
@@ -290,7 +319,7 @@ impl LeaseTable {
             .filter_map(|(k, s)| {
                 s.holder.as_ref().map(|h| Holder {
                     name: (*k.0).clone(),
-                    grant: h.grant.clone(),
+                    grant: self.current(h),
                     granted_at: h.granted_at,
                 })
             })
@@ -306,6 +335,7 @@ impl LeaseTable {
         while let Some((at, timer)) = self.deadlines.pop_due(self.now) {
             match timer {
                 Timer::Expire(id) => self.on_expire_timer(id, at),
+                Timer::ExpireGroup(id) => self.on_expire_group(id, at),
                 Timer::Revoke(id) => {
                     let due = self
                         .holder_of(id)
@@ -342,6 +372,28 @@ impl LeaseTable {
         }
     }
 
+    fn on_expire_group(&mut self, id: GroupId, at: Instant) {
+        let Some(g) = self.groups.get_mut(&id) else {
+            return;
+        };
+        if g.armed != at {
+            return;
+        }
+        if g.expires_at > self.now {
+            g.armed = g.expires_at;
+            self.deadlines.push(g.expires_at, Timer::ExpireGroup(id));
+            return;
+        }
+        let members = self
+            .groups
+            .remove(&id)
+            .map(|g| g.members)
+            .unwrap_or_default();
+        for lease in members {
+            self.end_unseen(lease, LossReason::Expired);
+        }
+    }
+
     fn holder_of(&self, id: LeaseId) -> Option<&HolderState> {
         let key = self.leases.get(&id)?;
         self.keys.get(key)?.holder.as_ref()
@@ -361,7 +413,7 @@ impl LeaseTable {
                 let h = self.holder_of(*id).ok_or_else(|| {
                     Error::new(ErrorKind::Internal, "granted request without lease")
                 })?;
-                return Ok(HoldAnswer::Granted(answer(h, self.now)));
+                return Ok(HoldAnswer::Granted(answer(self.current(h), self.now)));
             }
             Some(RequestState::Waiting(key)) => {
                 let ahead = self.keys[key]
@@ -385,7 +437,7 @@ impl LeaseTable {
         };
         let state = self.keys.entry(key.clone()).or_default();
         if state.holder.is_none() && state.line.is_empty() {
-            let grant = self.grant(&key, req.request_id, req.ttl, req.max_hold)?;
+            let grant = self.grant(&key, req.request_id, req.ttl, req.max_hold, req.group)?;
             return Ok(HoldAnswer::Granted(grant));
         }
         if !req.queue {
@@ -404,6 +456,7 @@ impl LeaseTable {
             request_id: req.request_id,
             ttl: req.ttl,
             max_hold: req.max_hold,
+            group: req.group,
         });
         let ahead = state.line.len() - 1;
         self.requests
@@ -418,6 +471,7 @@ impl LeaseTable {
         request_id: RequestId,
         ttl: Option<Duration>,
         max_hold: Option<Duration>,
+        group: Option<GroupId>,
     ) -> Result<Grant> {
         let now = self.now;
         let fence = self.fences.next_fence()?;
@@ -427,7 +481,8 @@ impl LeaseTable {
                 break id;
             }
         };
-        let grant = Grant {
+        let group = group.filter(|_| ttl.is_some());
+        let mut grant = Grant {
             request_id,
             lease_id,
             fence,
@@ -435,9 +490,17 @@ impl LeaseTable {
             revoke_at: max_hold.map(|m| now + m),
             revoke_in: max_hold,
         };
-        if let Some(at) = grant.expires_at {
-            self.deadlines.push(at, Timer::Expire(lease_id));
-        }
+        let armed = match (group, grant.expires_at) {
+            (Some(id), Some(at)) => {
+                grant.expires_at = Some(self.join_group(id, lease_id, at));
+                None
+            }
+            (None, Some(at)) => {
+                self.deadlines.push(at, Timer::Expire(lease_id));
+                Some(at)
+            }
+            (_, None) => None,
+        };
         if let Some(at) = grant.revoke_at {
             self.deadlines.push(at, Timer::Revoke(lease_id));
         }
@@ -446,7 +509,8 @@ impl LeaseTable {
             grant: grant.clone(),
             granted_at: now,
             ttl,
-            armed: grant.expires_at,
+            armed,
+            group,
         });
         self.leases.insert(lease_id, key.clone());
         self.requests
@@ -454,8 +518,63 @@ impl LeaseTable {
         Ok(grant)
     }
 
+    /// Adds a lease granted now to group `id` (created if the store does not
+    /// know it, or no longer: it expired), whose expiry a grant moves to at
+    /// least `expires_at`; answers the group's expiry. A group left empty
+    /// lives on until it expires, so that a renewal sent meanwhile still finds it.
+    fn join_group(&mut self, id: GroupId, lease_id: LeaseId, expires_at: Instant) -> Instant {
+        let fresh = !self.groups.contains_key(&id);
+        let g = self.groups.entry(id).or_insert_with(|| GroupState {
+            expires_at,
+            armed: expires_at,
+            members: HashSet::new(),
+        });
+        g.expires_at = g.expires_at.max(expires_at);
+        g.members.insert(lease_id);
+        let at = g.expires_at;
+        if fresh {
+            self.deadlines.push(at, Timer::ExpireGroup(id));
+        }
+        at
+    }
+
+    /// Renews every lease of group `id` for `ttl` from now (a group's expiry
+    /// never moves earlier). A group that expired (its leases with it) or
+    /// that the store never knew fails `Lost` and changes nothing (LOCK-05).
+    pub fn renew_group(&mut self, id: GroupId, ttl: Duration, now: Instant) -> Result<Instant> {
+        self.advance(now);
+        let at = self.now + ttl;
+        let g = self
+            .groups
+            .get_mut(&id)
+            .ok_or_else(|| lost(LossReason::Expired))?;
+        g.expires_at = g.expires_at.max(at);
+        Ok(g.expires_at)
+    }
+
+    /// The leases of group `id` and the requests they were granted to.
+    pub fn group_members(&self, id: GroupId) -> Vec<(LeaseId, RequestId)> {
+        let Some(g) = self.groups.get(&id) else {
+            return Vec::new();
+        };
+        g.members
+            .iter()
+            .filter_map(|l| Some((*l, self.holder_of(*l)?.grant.request_id)))
+            .collect()
+    }
+
+    /// Takes a lease out of its group, if it is in one.
+    fn leave_group(&mut self, lease_id: LeaseId, group: Option<GroupId>) {
+        if let Some(g) = group.and_then(|id| self.groups.get_mut(&id)) {
+            g.members.remove(&lease_id);
+        }
+    }
+
     /// Renews a lease by its id for `ttl` from now (the lease's own ttl when
-    /// `None`). An unknown or expired id fails `Lost` and changes nothing (LOCK-05, LOCK-08).
+    /// `None`). A lease in a group renewed for its own ttl renews its group
+    /// (as a grant into the group does) and stays in it; for another ttl it
+    /// leaves the group and is renewed on its own from then on. An unknown
+    /// or expired id fails `Lost` and changes nothing (LOCK-05, LOCK-08).
     pub fn renew(
         &mut self,
         lease_id: LeaseId,
@@ -464,6 +583,21 @@ impl LeaseTable {
     ) -> Result<Grant> {
         self.advance(now);
         let now = self.now;
+        let h = self
+            .holder_of_mut(lease_id)
+            .ok_or_else(|| lost(LossReason::Unknown))?;
+        if let (Some(group), Some(own)) = (h.group, h.ttl) {
+            if ttl.is_none_or(|t| t == own) {
+                let grant = answer(h.grant.clone(), now);
+                let expires = self.renew_group(group, own, now)?;
+                return Ok(Grant {
+                    expires_at: Some(expires),
+                    ..grant
+                });
+            }
+        }
+        let left = h.group.take();
+        self.leave_group(lease_id, left);
         let h = self
             .holder_of_mut(lease_id)
             .ok_or_else(|| lost(LossReason::Unknown))?;
@@ -477,7 +611,7 @@ impl LeaseTable {
                 rearm = Some(expires);
             }
         }
-        let out = answer(h, now);
+        let out = answer(h.grant.clone(), now);
         if let Some(at) = rearm {
             self.deadlines.push(at, Timer::Expire(lease_id));
         }
@@ -497,6 +631,7 @@ impl LeaseTable {
             .get_mut(&key)
             .and_then(|s| s.holder.take())
             .ok_or_else(|| Error::new(ErrorKind::Internal, "lease without holder"))?;
+        self.leave_group(lease_id, holder.group);
         self.requests.remove(&holder.grant.request_id);
         self.hand_on(&key);
         self.prune_timers();
@@ -507,11 +642,12 @@ impl LeaseTable {
     /// outnumber the live ones, so that short holds with long ttls do not
     /// grow the heap by rate × ttl. Amortized O(log n) per release.
     fn prune_timers(&mut self) {
-        let live = self.leases.len() * 2 + self.requests.len();
+        let live = self.leases.len() * 2 + self.requests.len() + self.groups.len();
         if self.deadlines.len() <= 2 * live + 1024 {
             return;
         }
-        let (leases, keys, requests) = (&self.leases, &self.keys, &self.requests);
+        let (leases, keys, requests, groups) =
+            (&self.leases, &self.keys, &self.requests, &self.groups);
         let holder = |id: &LeaseId| {
             leases
                 .get(id)
@@ -520,6 +656,7 @@ impl LeaseTable {
         };
         self.deadlines.retain(|at, timer| match timer {
             Timer::Expire(id) => holder(&id).is_some_and(|h| h.armed == Some(at)),
+            Timer::ExpireGroup(id) => groups.get(&id).is_some_and(|g| g.armed == at),
             Timer::Revoke(id) => holder(&id).is_some_and(|h| h.grant.revoke_at == Some(at)),
             Timer::Forget(rid) => matches!(requests.get(&rid), Some(RequestState::Ended { forget_at }) if *forget_at == at),
         });
@@ -566,6 +703,7 @@ impl LeaseTable {
         }
         self.leases.clear();
         self.requests.clear();
+        self.groups.clear();
         self.deadlines = Deadlines::default();
     }
 
@@ -578,6 +716,7 @@ impl LeaseTable {
             return;
         };
         let request_id = holder.grant.request_id;
+        self.leave_group(lease_id, holder.group);
         let retention = holder.ttl.unwrap_or(Duration::ZERO);
         if retention.is_zero() {
             self.requests.remove(&request_id);
@@ -606,7 +745,7 @@ impl LeaseTable {
                 self.keys.remove(key);
                 return;
             };
-            match self.grant(key, w.request_id, w.ttl, w.max_hold) {
+            match self.grant(key, w.request_id, w.ttl, w.max_hold, w.group) {
                 Ok(grant) => {
                     self.events.push(Event::Granted(grant));
                     return;
@@ -624,10 +763,10 @@ impl LeaseTable {
 }
 
 /// A holder's grant as an answer at `now`, with the time left before its revocation.
-fn answer(h: &HolderState, now: Instant) -> Grant {
+fn answer(grant: Grant, now: Instant) -> Grant {
     Grant {
-        revoke_in: h.grant.revoke_at.map(|at| at.saturating_since(now)),
-        ..h.grant.clone()
+        revoke_in: grant.revoke_at.map(|at| at.saturating_since(now)),
+        ..grant
     }
 }
 

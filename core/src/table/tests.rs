@@ -16,6 +16,7 @@ fn req(key: &str, ttl: Option<u64>) -> HoldRequest {
         ttl: ttl.map(Duration::from_secs),
         max_hold: None,
         queue: true,
+        group: None,
     }
 }
 
@@ -349,4 +350,148 @@ fn released_leases_do_not_grow_the_timers() {
         matches!(&events[..], [Event::Lost { lease_id, reason: LossReason::Expired, .. }] if *lease_id == g.lease_id),
         "{events:?}"
     );
+}
+
+fn in_group(key: &str, ttl: u64, group: GroupId) -> HoldRequest {
+    HoldRequest {
+        group: Some(group),
+        ..req(key, Some(ttl))
+    }
+}
+
+// LOCK-05: the leases of a group expire together when the group is not
+// renewed, each lost on its own, and a renewal of the expired group fails
+// `Lost` and brings none of them back.
+#[test]
+fn lock_05_a_group_expires_with_its_leases() {
+    let mut t = table();
+    let g = GroupId::random();
+    let a = granted(t.hold(in_group("a", 10, g), at(0)).unwrap());
+    let b = granted(t.hold(in_group("b", 10, g), at(4)).unwrap());
+    assert_eq!(a.expires_at, Some(at(10)));
+    assert_eq!(
+        b.expires_at,
+        Some(at(14)),
+        "a grant moves the group's expiry"
+    );
+    assert_eq!(
+        t.holder_by_id(a.lease_id).unwrap().grant.expires_at,
+        Some(at(14))
+    );
+    assert_eq!(t.next_deadline(), Some(at(10)));
+    t.advance(at(10));
+    assert_eq!(t.held(), 2, "the group was moved to 14 by b's grant");
+    t.advance(at(14));
+    assert_eq!(t.held(), 0);
+    let mut lost: Vec<LeaseId> = t
+        .drain_events()
+        .into_iter()
+        .map(|e| match e {
+            Event::Lost {
+                lease_id,
+                reason: LossReason::Expired,
+                ..
+            } => lease_id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    lost.sort();
+    let mut both = vec![a.lease_id, b.lease_id];
+    both.sort();
+    assert_eq!(lost, both);
+    let err = t
+        .renew_group(g, Duration::from_secs(10), at(15))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    assert_eq!(t.held(), 0);
+}
+
+// LOCK-06: one renewal of a group keeps every lease in it, whatever their
+// number, with one timer for all of them.
+#[test]
+fn lock_06_one_group_renewal_keeps_every_lease() {
+    let mut t = table();
+    let g = GroupId::random();
+    for i in 0..1000 {
+        granted(t.hold(in_group(&format!("k{i}"), 10, g), at(0)).unwrap());
+    }
+    assert_eq!(t.deadlines.len(), 1, "one timer for the group");
+    for s in [3u64, 6, 9, 12, 15] {
+        assert_eq!(
+            t.renew_group(g, Duration::from_secs(10), at(s)).unwrap(),
+            at(s + 10)
+        );
+    }
+    t.advance(at(24));
+    assert_eq!(t.held(), 1000);
+    assert!(t.drain_events().is_empty());
+    t.advance(at(25));
+    assert_eq!(t.held(), 0);
+}
+
+// LOCK-08: a released lease leaves its group: renewing the group does not
+// keep it, and its key goes to the next in line; a renewal by id takes a
+// lease out of its group onto its own ttl.
+#[test]
+fn lock_08_a_released_lease_leaves_its_group() {
+    let mut t = table();
+    let g = GroupId::random();
+    let a = granted(t.hold(in_group("a", 10, g), at(0)).unwrap());
+    let b = granted(t.hold(in_group("b", 10, g), at(0)).unwrap());
+    let next = in_group("a", 10, g);
+    assert_eq!(
+        t.hold(next.clone(), at(1)).unwrap(),
+        HoldAnswer::Queued { ahead: 0 }
+    );
+    t.release(a.lease_id, at(2)).unwrap();
+    let Event::Granted(a2) = &t.drain_events()[0] else {
+        panic!()
+    };
+    assert_eq!(a2.request_id, next.request_id);
+    assert_eq!(t.group_members(g).len(), 2);
+    assert!(t.group_members(g).iter().all(|(l, _)| *l != a.lease_id));
+    t.renew(b.lease_id, Some(Duration::from_secs(30)), at(3))
+        .unwrap();
+    assert_eq!(t.group_members(g), vec![(a2.lease_id, next.request_id)]);
+    t.advance(at(13));
+    assert!(
+        t.holder_by_id(a2.lease_id).is_none(),
+        "expired with the group"
+    );
+    assert!(
+        t.holder_by_id(b.lease_id).is_some(),
+        "renewed on its own until 33"
+    );
+    t.advance(at(33));
+    assert!(t.holder_by_id(b.lease_id).is_none());
+}
+
+// LOCK-12: a lease in a group is still revoked at its own maxHold, and
+// leaves the group then.
+#[test]
+fn lock_12_a_grouped_lease_keeps_its_max_hold() {
+    let mut t = table();
+    let g = GroupId::random();
+    let a = granted(
+        t.hold(
+            HoldRequest {
+                max_hold: Some(Duration::from_secs(5)),
+                ..in_group("a", 10, g)
+            },
+            at(0),
+        )
+        .unwrap(),
+    );
+    t.renew_group(g, Duration::from_secs(10), at(3)).unwrap();
+    t.advance(at(5));
+    assert!(matches!(
+        t.drain_events()[..],
+        [Event::Lost {
+            reason: LossReason::Revoked,
+            lease_id,
+            ..
+        }] if lease_id == a.lease_id
+    ));
+    assert!(t.group_members(g).is_empty());
+    t.renew_group(g, Duration::from_secs(10), at(6)).unwrap();
 }

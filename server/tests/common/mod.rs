@@ -297,6 +297,7 @@ pub fn hold(lock: &str, key: &str, request_id: u128, ttl_ms: u64, queue: bool) -
         ttl_ms,
         max_hold_ms: None,
         queue,
+        group: None,
     }
 }
 

@@ -267,6 +267,7 @@ fn request(name: &KeyName, ttl: Option<Duration>, queue: bool) -> HoldRequest {
         ttl,
         max_hold: None,
         queue,
+        group: None,
     }
 }
 

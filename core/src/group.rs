@@ -1,0 +1,246 @@
+//! Renewal groups: on a store that renews by group, the leases one store
+//! handle holds with one ttl and margin share one renewal. One task per
+//! group renews them all with one call every ttl/3, whatever their number,
+//! and tells each of them of its loss at its holder's deadline.
+//!
+//! Each lease keeps its own id, fence, maxHold and loss. Its holder's
+//! deadline (LOCK-04) is the earlier of its maxHold deadline and the
+//! group's: the latest send time the store confirmed for the group (a
+//! renewal, or a grant into it, which the store counts as one) plus the ttl,
+//! less the margin. A lease that leaves the group (released, lost) is no
+//! longer renewed by it; the store no longer counts it either.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+use crate::clock::Instant;
+use crate::driver::Driver;
+use crate::engine::{retry_after, Renewal};
+use crate::error::ErrorKind;
+use crate::ids::{GroupId, LeaseId};
+use crate::lease::LeaseState;
+use crate::loss::LossReason;
+
+/// A group's holder deadline, shared with the leases in it: read without a
+/// lock by every lease's `remaining()`.
+#[derive(Debug, Default)]
+pub(crate) struct GroupDeadline {
+    /// Nanoseconds since the clock's origin; 0 while nothing was confirmed.
+    nanos: AtomicU64,
+}
+
+impl GroupDeadline {
+    /// The deadline, once the store confirmed anything.
+    pub(crate) fn get(&self) -> Option<Instant> {
+        match self.nanos.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(Instant::from_origin(Duration::from_nanos(n))),
+        }
+    }
+
+    /// Moves the deadline to `at` if that is later.
+    fn raise(&self, at: Instant) {
+        let nanos = u64::try_from(at.since_origin().as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.nanos.fetch_max(nanos, Ordering::AcqRel);
+    }
+}
+
+struct Members {
+    leases: HashMap<LeaseId, Arc<LeaseState>>,
+    /// The maxHold deadlines of leases in the group, earliest first.
+    max_holds: BinaryHeap<Reverse<(Instant, LeaseId)>>,
+    /// Whether the keeping task runs.
+    kept: bool,
+}
+
+/// The leases of one store handle with one ttl and margin.
+pub(crate) struct Group {
+    id: GroupId,
+    renewal: Renewal,
+    driver: Arc<dyn Driver>,
+    runtime: Handle,
+    deadline: Arc<GroupDeadline>,
+    members: Mutex<Members>,
+    changed: Notify,
+}
+
+/// The groups of one store handle, by ttl and margin.
+#[derive(Default)]
+pub(crate) struct Groups {
+    by_renewal: Mutex<HashMap<(Duration, Duration), Arc<Group>>>,
+}
+
+impl Groups {
+    /// The group of leases renewed as `renewal` says, made on first use.
+    pub(crate) fn get(
+        &self,
+        renewal: Renewal,
+        driver: &Arc<dyn Driver>,
+        runtime: &Handle,
+    ) -> Arc<Group> {
+        let mut map = self.by_renewal.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry((renewal.ttl, renewal.margin))
+            .or_insert_with(|| {
+                Arc::new(Group {
+                    id: GroupId::random(),
+                    renewal,
+                    driver: driver.clone(),
+                    runtime: runtime.clone(),
+                    deadline: Arc::default(),
+                    members: Mutex::new(Members {
+                        leases: HashMap::new(),
+                        max_holds: BinaryHeap::new(),
+                        kept: false,
+                    }),
+                    changed: Notify::new(),
+                })
+            })
+            .clone()
+    }
+}
+
+impl Group {
+    /// The id the store knows the group by.
+    pub(crate) fn id(&self) -> GroupId {
+        self.id
+    }
+
+    /// The deadline its leases share.
+    pub(crate) fn deadline(&self) -> &Arc<GroupDeadline> {
+        &self.deadline
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Members> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The store confirmed the group as of a request sent at `sent_at`.
+    pub(crate) fn confirmed(&self, sent_at: Instant) {
+        self.deadline
+            .raise(sent_at + self.renewal.ttl - self.renewal.margin);
+    }
+
+    /// Adds a held lease, whose own maxHold deadline is `max_hold`; starts
+    /// the keeping task if none runs.
+    pub(crate) fn join(self: &Arc<Self>, lease: Arc<LeaseState>, max_hold: Option<Instant>) {
+        let id = lease.lease_id();
+        let start = {
+            let mut m = self.lock();
+            m.leases.insert(id, lease);
+            if let Some(at) = max_hold {
+                m.max_holds.push(Reverse((at, id)));
+            }
+            !std::mem::replace(&mut m.kept, true)
+        };
+        if start {
+            self.runtime.spawn(keep(self.clone()));
+        } else if max_hold.is_some() {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Takes a lease out of the group (its holder ended it).
+    pub(crate) fn leave(&self, id: LeaseId) {
+        self.lock().leases.remove(&id);
+    }
+
+    /// Marks every lease of the group lost, and empties it.
+    fn lose_all(&self, reason: LossReason) {
+        let leases: Vec<_> = {
+            let mut m = self.lock();
+            m.max_holds.clear();
+            m.leases.drain().map(|(_, l)| l).collect()
+        };
+        for lease in leases {
+            lease.mark_lost(reason);
+        }
+    }
+
+    /// Marks lost the leases whose maxHold deadline came by `now`.
+    fn lose_max_held(&self, now: Instant) {
+        let mut due = Vec::new();
+        {
+            let mut m = self.lock();
+            while let Some(Reverse((at, id))) = m.max_holds.peek().copied() {
+                if at > now {
+                    break;
+                }
+                m.max_holds.pop();
+                if let Some(lease) = m.leases.remove(&id) {
+                    due.push(lease);
+                }
+            }
+        }
+        for lease in due {
+            lease.mark_lost(LossReason::Revoked);
+        }
+    }
+}
+
+/// Keeps a group while it has leases: renews it every ttl/3 from the last
+/// confirmed send, retrying a failed renewal until the group's deadline,
+/// at which every lease still in it is lost; loses each lease at its own
+/// maxHold deadline.
+async fn keep(group: Arc<Group>) {
+    let clock = group.driver.clock().clone();
+    let ttl = group.renewal.ttl;
+    let mut retry_at: Option<Instant> = None;
+    loop {
+        let changed = group.changed.notified();
+        let next_max_hold = {
+            let mut m = group.lock();
+            if m.leases.is_empty() {
+                m.kept = false;
+                m.max_holds.clear();
+                return;
+            }
+            m.max_holds.peek().map(|Reverse((at, _))| *at)
+        };
+        let Some(deadline) = group.deadline.get() else {
+            return group.lose_all(LossReason::Expired);
+        };
+        let renew_at = retry_at.unwrap_or(deadline + group.renewal.margin - ttl + ttl / 3);
+        tokio::select! {
+            biased;
+            _ = clock.sleep_until(deadline) => {
+                if group.deadline.get().is_none_or(|d| d <= clock.now()) {
+                    group.lose_all(LossReason::Expired);
+                }
+            }
+            _ = clock.sleep_until(next_max_hold.unwrap_or(deadline)), if next_max_hold.is_some() => {
+                group.lose_max_held(clock.now());
+            }
+            _ = changed => {}
+            _ = clock.sleep_until(renew_at) => {
+                if group.lock().leases.is_empty() {
+                    continue;
+                }
+                let sent = clock.now();
+                let renewed = tokio::select! {
+                    biased;
+                    _ = clock.sleep_until(deadline) => continue,
+                    r = group.driver.renew_group(group.id, ttl) => r,
+                };
+                match renewed {
+                    Ok(()) => {
+                        group.confirmed(sent);
+                        retry_at = None;
+                    }
+                    Err(e) if e.kind() == ErrorKind::Lost => {
+                        group.lose_all(e.loss_reason().unwrap_or(LossReason::Expired));
+                        retry_at = None;
+                    }
+                    Err(_) => retry_at = Some(clock.now() + retry_after(ttl)),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Renewal groups over real sockets: one `RenewGroup` keeps every lease of
+//! its group, the server expires them together, and a new connection that
+//! names the group hears its losses.
+
+mod common;
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use common::{data_dir, ServerProcess};
+use leasehold::remote::protocol::{Reply, Request, ServerFrame, WireGrant};
+
+const GROUP: u128 = 0x5eed_0000_0000_0000_0000_0000_0000_0001;
+
+fn hold_in_group(key: &str, request_id: u128, ttl_ms: u64) -> Request {
+    Request::Hold {
+        lock: "jobs".into(),
+        key: key.into(),
+        request_id,
+        ttl_ms,
+        max_hold_ms: None,
+        queue: false,
+        group: Some(GROUP),
+    }
+}
+
+async fn granted(client: &mut common::Client<tokio::net::TcpStream>, req: Request) -> WireGrant {
+    match client.request(req).await {
+        Ok(Reply::Granted(g)) => g,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+fn renew_group(ttl_ms: u64) -> Request {
+    Request::RenewGroup {
+        group_id: GROUP,
+        ttl_ms,
+    }
+}
+
+/// The lease ids of the next `n` pushes, each of which must be `Lost` with `reason`.
+async fn lost(
+    client: &mut common::Client<tokio::net::TcpStream>,
+    n: usize,
+    reason: &str,
+) -> HashSet<u128> {
+    let mut ids = HashSet::new();
+    for _ in 0..n {
+        match client.push().await {
+            ServerFrame::Lost {
+                lease_id,
+                reason: got,
+            } => {
+                assert_eq!(got, reason);
+                ids.insert(lease_id);
+            }
+            other => panic!("expected Lost, got {other:?}"),
+        }
+    }
+    ids
+}
+
+// LOCK-06, LOCK-05: one RenewGroup keeps every lease of the group past its
+// ttl; without it they expire together, each pushed as lost, and the
+// expired group cannot be renewed back.
+#[tokio::test]
+async fn lock_06_one_renew_group_keeps_every_lease_and_they_expire_together() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]).await;
+    let mut a = server.client(None).await;
+    let mut leases = HashSet::new();
+    for i in 0..3u128 {
+        leases.insert(
+            granted(&mut a, hold_in_group(&format!("k{i}"), i + 1, 1_000))
+                .await
+                .lease_id,
+        );
+    }
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(a.request(renew_group(1_000)).await, Ok(Reply::GroupRenewed));
+    }
+    let mut b = server.client(None).await;
+    for i in 0..3 {
+        assert_eq!(
+            b.hold("jobs", &format!("k{i}"), 100 + i, false).await,
+            Ok(Reply::NotHeld),
+            "k{i} is still held after 2.4 s of a 1 s ttl"
+        );
+    }
+    assert_eq!(lost(&mut a, 3, "expired").await, leases);
+    let again = a.request(renew_group(1_000)).await;
+    assert_eq!(common::code(&again), "Lost");
+    for i in 0..3 {
+        b.granted("jobs", &format!("k{i}"), 200 + i).await;
+    }
+}
+
+// LOCK-07: a client back on a new connection renews its group there; the
+// server then pushes the group's losses to that connection.
+#[tokio::test]
+async fn lock_07_a_group_renewed_from_a_new_connection_hears_its_losses() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]).await;
+    let mut leases = HashSet::new();
+    {
+        let mut a = server.client(None).await;
+        for i in 0..2u128 {
+            leases.insert(
+                granted(&mut a, hold_in_group(&format!("k{i}"), i + 1, 1_000))
+                    .await
+                    .lease_id,
+            );
+        }
+    }
+    let mut b = server.client(None).await;
+    assert_eq!(b.request(renew_group(1_000)).await, Ok(Reply::GroupRenewed));
+    assert_eq!(lost(&mut b, 2, "expired").await, leases);
+}
+
+// LOCK-08: a lease released from a connection that does not hold it (with
+// its id) is pushed as lost to the one that does, since no failed renewal
+// of its group would tell it.
+#[tokio::test]
+async fn lock_08_a_lease_released_elsewhere_is_lost_to_its_holder() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]).await;
+    let mut a = server.client(None).await;
+    let lease = granted(&mut a, hold_in_group("k", 1, 10_000)).await;
+    let kept = granted(&mut a, hold_in_group("other", 2, 10_000)).await;
+    let mut b = server.client(None).await;
+    b.release(lease.lease_id).await;
+    assert_eq!(
+        lost(&mut a, 1, "unknown").await,
+        HashSet::from([lease.lease_id])
+    );
+    assert_eq!(
+        a.request(renew_group(10_000)).await,
+        Ok(Reply::GroupRenewed)
+    );
+    a.release(kept.lease_id).await;
+    a.assert_no_push().await;
+}
