@@ -755,7 +755,7 @@ fn markdown(config: &Config, res: &Results) -> String {
     for (system, setup, v) in res.per_sec_16.iter().filter(|(s, _, _)| s != "redis") {
         let r = redis16.map(|redis| v / redis);
         let (target, met) = if system == "leasehold" {
-            ("> 1", verdict(r.map(|r| r > 1.0)))
+            ("≥ 2", verdict(r.map(|r| r >= 2.0)))
         } else {
             ("", "(for comparison)")
         };
@@ -768,7 +768,7 @@ fn markdown(config: &Config, res: &Results) -> String {
     for (name, p50) in &res.grant_p50 {
         let r = ratio(*p50, floor);
         let (target, met) = if name == "leasehold" {
-            ("≤ 2", verdict(r.map(|r| r <= 2.0)))
+            ("≤ 1.3", verdict(r.map(|r| r <= 1.3)))
         } else {
             ("", "(for comparison)")
         };
@@ -781,7 +781,7 @@ fn markdown(config: &Config, res: &Results) -> String {
     for (system, setup, p50) in &res.handoff {
         let r = ratio(*p50, floor);
         let (target, met) = if system == "leasehold" {
-            ("≤ 2", verdict(r.map(|r| r <= 2.0)))
+            ("≤ 1.5", verdict(r.map(|r| r <= 1.5)))
         } else {
             ("", "(for comparison)")
         };

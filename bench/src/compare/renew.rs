@@ -79,6 +79,7 @@ pub fn measure(
     let mut server_grew = 0;
     let mut setup = None;
     let mut server_start = None;
+    let mut spanned = None;
     let mut result = None;
     let mut timed_out = false;
     loop {
@@ -96,14 +97,22 @@ pub fn measure(
             server_start = Some(procs::cpu_time(&pid)?);
             server_grew = procs::rss_bytes(&pid)?.saturating_sub(server_rss);
             setup = Some(Duration::from_micros(field(rest, "setup_us")?));
-        } else if let Some(rest) = line.strip_prefix("result ") {
+        } else if let Some(rest) = line.strip_prefix("span ") {
             let server_cpu = procs::cpu_time(&pid)?
-                - server_start.ok_or_else(|| anyhow!("result before ready"))?;
+                - server_start.ok_or_else(|| anyhow!("span before ready"))?;
+            spanned = Some((
+                Duration::from_millis(field(rest, "span_ms")?),
+                Duration::from_micros(field(rest, "cpu_us")?),
+                server_cpu,
+            ));
+        } else if let Some(rest) = line.strip_prefix("result ") {
+            let (span, client_cpu, server_cpu) =
+                spanned.ok_or_else(|| anyhow!("result before span"))?;
             result = Some(Renewed {
                 n,
                 ttl,
-                span: Duration::from_millis(field(rest, "span_ms")?),
-                client_cpu: Duration::from_micros(field(rest, "cpu_us")?),
+                span,
+                client_cpu,
                 server_cpu,
                 lost: field(rest, "lost")? as usize,
                 setup: setup.unwrap_or_default(),
@@ -175,12 +184,18 @@ fn ready(setup: Duration) {
     println!("ready setup_us={}", setup.as_micros());
 }
 
-fn report(span: Duration, cpu: Duration, lost: usize, rss_grew: u64) {
+/// The span is over: said before the leases are checked and let go, so
+/// that the server's CPU over the span does not count their release.
+fn spanned(span: Duration, cpu: Duration) {
     println!(
-        "result span_ms={} cpu_us={} lost={lost} rss_grew={rss_grew}",
+        "span span_ms={} cpu_us={}",
         span.as_millis(),
         cpu.as_micros()
     );
+}
+
+fn report(lost: usize, rss_grew: u64) {
+    println!("result lost={lost} rss_grew={rss_grew}");
 }
 
 /// Leasehold: N holdings of one `Store`, each renewed by the holder engine
@@ -206,7 +221,7 @@ async fn leasehold(url: &str, n: usize, ttl: Duration, span: Duration) -> Result
     let cpu = self_cpu();
     let t = Instant::now();
     tokio::time::sleep(span).await;
-    let (cpu, span) = (self_cpu() - cpu, t.elapsed());
+    spanned(t.elapsed(), self_cpu() - cpu);
     let lost_flag = holdings.iter().filter(|h| h.lease().lost()).count();
     // Ending a holding whose lease was lost (here or at the store) fails `Lost`.
     let ended: Vec<leasehold::Result<()>> = futures::stream::iter(holdings)
@@ -215,7 +230,7 @@ async fn leasehold(url: &str, n: usize, ttl: Duration, span: Duration) -> Result
         .collect()
         .await;
     let lost_end = ended.iter().filter(|r| r.is_err()).count();
-    report(span, cpu, lost_flag.max(lost_end), rss_grew);
+    report(lost_flag.max(lost_end), rss_grew);
     store.close().await;
     Ok(())
 }
@@ -266,7 +281,7 @@ async fn etcd(endpoint: &str, n: usize, ttl: Duration, span: Duration) -> Result
         }
     }
     tokio::time::sleep(span.saturating_sub(t.elapsed())).await;
-    let (cpu, span) = (self_cpu() - cpu, t.elapsed());
+    spanned(t.elapsed(), self_cpu() - cpu);
     let count = client
         .get(
             "renew/",
@@ -275,7 +290,7 @@ async fn etcd(endpoint: &str, n: usize, ttl: Duration, span: Duration) -> Result
         .await?
         .count() as usize;
     let lost = if expired { n } else { n.saturating_sub(count) };
-    report(span, cpu, lost, rss_grew);
+    report(lost, rss_grew);
     client.lease_revoke(lease).await?;
     Ok(())
 }
@@ -317,7 +332,7 @@ async fn redis_renew(port: u16, n: usize, ttl: Duration, span: Duration) -> Resu
         lost += renewed.iter().filter(|r| **r != 1).count();
     }
     tokio::time::sleep(span.saturating_sub(t.elapsed())).await;
-    let (cpu, span) = (self_cpu() - cpu, t.elapsed());
+    spanned(t.elapsed(), self_cpu() - cpu);
     let mut present = 0;
     for chunk in keys.chunks(1000) {
         let c: usize = redis::cmd("EXISTS")
@@ -326,7 +341,7 @@ async fn redis_renew(port: u16, n: usize, ttl: Duration, span: Duration) -> Resu
             .await?;
         present += c;
     }
-    report(span, cpu, lost.max(n - present), rss_grew);
+    report(lost.max(n - present), rss_grew);
     for chunk in keys.chunks(1000) {
         redis::cmd("DEL")
             .arg(chunk)
