@@ -1,6 +1,7 @@
 //! One client connection: the hello, then requests answered by id, grants
-//! and losses pushed, all in one select loop per connection, with one writer
-//! task that batches frames.
+//! and losses pushed, all in one loop per connection that also writes: the
+//! answers to every frame already read go out in one write when the loop
+//! would otherwise wait, with no task between reading and writing.
 //!
 //! A connection owns the requests it queued and the leases it was granted,
 //! for three purposes: pushing their grants and losses, bounding how many one
@@ -11,7 +12,7 @@
 //! by their ttl unless renewed from a new connection (LOCK-07).
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures::stream::FuturesUnordered;
-use futures::{SinkExt, StreamExt};
+use futures::{FutureExt, SinkExt, StreamExt};
 use leasehold::driver::{
     Acquire, Driver, Granted, HoldRequest, KeyName, LossReceiver, NothingLost, Waiting,
 };
@@ -32,7 +33,7 @@ use leasehold::remote::protocol::{
 use leasehold::slots::{NamespaceSpec, SlotLease, SlotRequest};
 use leasehold::{duration, names, Error, ErrorKind, GroupId, LeaseId, LossReason, RequestId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio::sync::{oneshot, OwnedSemaphorePermit};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec, LengthDelimitedCodecError};
 
 use crate::metrics::Op;
@@ -40,13 +41,12 @@ use crate::shared::{outbound_codec, SharedRef};
 
 /// How long a client has to send its hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many frames may wait for the writer before the connection stops reading.
-const WRITE_QUEUE: usize = 1024;
-/// How many queued frames the writer takes before one flush.
-const WRITE_BATCH: usize = 256;
-/// How long a frame may wait for room in the write queue before the
-/// connection is given up as stalled (a client that does not read).
-const WRITE_STALL: Duration = Duration::from_secs(30);
+/// How many bytes of answers may wait in the connection's buffer before it
+/// writes them out and stops reading until they are written.
+const WRITE_BUFFER: usize = 64 * 1024;
+/// How long a write may wait for the client to read before the connection
+/// is given up as stalled (a client that does not read).
+pub(crate) const WRITE_STALL: Duration = Duration::from_secs(30);
 /// How long the writer may take to flush what is left when a connection ends.
 const WRITER_DRAIN: Duration = Duration::from_secs(5);
 /// How long, and how much, a closing connection reads and discards after its
@@ -160,13 +160,13 @@ pub(crate) async fn serve<S>(
     tracing::debug!(connection = id, %peer, "connection opened");
     let (rd, wr) = tokio::io::split(io);
     let mut frames = FramedRead::new(rd, shared.inbound_codec());
-    let (tx, rx) = mpsc::channel(WRITE_QUEUE);
-    let writer = tokio::spawn(write_frames(wr, rx));
+    let mut sink = FramedWrite::new(wr, outbound_codec());
+    sink.set_backpressure_boundary(WRITE_BUFFER);
     let mut conn = Connection {
         id,
         shared: shared.clone(),
         role: Role::Read,
-        out: tx,
+        sink,
         waits: HashMap::new(),
         held: HashMap::new(),
         groups: HashSet::new(),
@@ -198,13 +198,12 @@ pub(crate) async fn serve<S>(
             }
             tracing::info!(connection = id, %peer, code = %error.code, message = %error.message, "closing connection");
             let frame = ServerFrame::Goodbye(error);
-            if let Ok(bytes) = protocol::encode(&frame) {
-                let _ = tokio::time::timeout(LINGER, conn.out.send(Bytes::from(bytes))).await;
-            }
+            let _ = tokio::time::timeout(LINGER, conn.send(&frame)).await;
             true
         }
         End::Eof | End::Broken => false,
     };
+    let _ = tokio::time::timeout(WRITER_DRAIN, SinkExt::<Bytes>::close(&mut conn.sink)).await;
     let orphans = conn.orphans();
     drop(conn);
     if !orphans.is_empty() && !shared.shutdown.is_cancelled() {
@@ -214,13 +213,6 @@ pub(crate) async fn serve<S>(
             "closed with requests in line; giving them up after their ttl unless claimed"
         );
         adopt_orphans(&shared, orphans);
-    }
-    let mut writer = writer;
-    if tokio::time::timeout(WRITER_DRAIN, &mut writer)
-        .await
-        .is_err()
-    {
-        writer.abort();
     }
     if goodbye {
         linger(frames.into_inner()).await;
@@ -265,26 +257,8 @@ async fn linger<R: AsyncRead + Unpin>(mut rd: R) {
     .await;
 }
 
-/// The writer: takes every frame queued, writes them, flushes once.
-async fn write_frames<W: AsyncWrite + Unpin>(wr: W, mut rx: mpsc::Receiver<Bytes>) {
-    let mut sink = FramedWrite::new(wr, outbound_codec());
-    sink.set_backpressure_boundary(64 * 1024);
-    let mut batch = Vec::with_capacity(WRITE_BATCH);
-    while rx.recv_many(&mut batch, WRITE_BATCH).await > 0 {
-        for frame in batch.drain(..) {
-            if sink.feed(frame).await.is_err() {
-                return;
-            }
-        }
-        if SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
-            return;
-        }
-    }
-    let _ = SinkExt::<Bytes>::close(&mut sink).await;
-}
-
 /// Reads the hello and answers the role it admits to, or how to end.
-async fn hello<S: AsyncRead>(conn: &Connection, frames: &mut Frames<S>) -> Result<Role, End> {
+async fn hello<S: AsyncRead, W>(conn: &Connection<W>, frames: &mut Frames<S>) -> Result<Role, End> {
     let next = tokio::select! {
         next = tokio::time::timeout(HELLO_TIMEOUT, frames.next()) => next,
         _ = conn.shared.shutdown.cancelled() => {
@@ -325,12 +299,12 @@ async fn hello<S: AsyncRead>(conn: &Connection, frames: &mut Frames<S>) -> Resul
     }
 }
 
-/// One connection past its hello.
-struct Connection {
+/// One connection past its hello, writing to `W`.
+struct Connection<W> {
     id: u64,
     shared: SharedRef,
     role: Role,
-    out: mpsc::Sender<Bytes>,
+    sink: FramedWrite<W, LengthDelimitedCodec>,
     waits: HashMap<RequestId, Wait>,
     held: HashMap<LeaseId, Held>,
     /// The renewal groups this connection named, whose leases it watches.
@@ -340,37 +314,63 @@ struct Connection {
     generation: u64,
 }
 
-impl Connection {
+impl<W: AsyncWrite + Unpin> Connection<W> {
     fn next_generation(&mut self) -> u64 {
         self.generation += 1;
         self.generation
     }
 
-    /// Queues a frame for the writer; `false` when the connection is gone
-    /// (or its client stopped reading, or the server shuts down).
-    async fn send(&self, frame: &ServerFrame) -> bool {
+    /// Adds a frame to the write buffer, writing out what it holds first
+    /// when it is full; `false` when the connection is gone (or its client
+    /// stopped reading, or the server shuts down).
+    async fn send(&mut self, frame: &ServerFrame) -> bool {
         let Ok(bytes) = protocol::encode(frame) else {
             tracing::error!(connection = self.id, "cannot encode {frame:?}");
             return false;
         };
-        match self.out.try_send(Bytes::from(bytes)) {
-            Ok(()) => true,
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
-            Err(mpsc::error::TrySendError::Full(bytes)) => tokio::select! {
-                sent = tokio::time::timeout(WRITE_STALL, self.out.send(bytes)) => matches!(sent, Ok(Ok(()))),
-                _ = self.shared.shutdown.cancelled() => false,
-            },
+        let sink = &mut self.sink;
+        if !self
+            .shared
+            .bounded_write(poll_fn(|cx| SinkExt::<Bytes>::poll_ready_unpin(sink, cx)))
+            .await
+        {
+            return false;
+        }
+        SinkExt::<Bytes>::start_send_unpin(&mut self.sink, Bytes::from(bytes)).is_ok()
+    }
+
+    /// Writes out the buffered frames.
+    async fn flush(&mut self) -> bool {
+        let sink = &mut self.sink;
+        self.shared
+            .bounded_write(poll_fn(|cx| SinkExt::<Bytes>::poll_flush_unpin(sink, cx)))
+            .await
+    }
+
+    /// The next thing to handle: shutdown, a grant or loss of ours, a frame.
+    async fn next_event<S: AsyncRead>(&mut self, frames: &mut Frames<S>) -> Event {
+        tokio::select! {
+            biased;
+            _ = self.shared.shutdown.cancelled() => Event::Shutdown,
+            Some((tag, out)) = self.grants.next(), if !self.grants.is_empty() => Event::Grant(tag, out),
+            Some((tag, out)) = self.losses.next(), if !self.losses.is_empty() => Event::Loss(tag, out),
+            frame = frames.next() => Event::Frame(frame),
         }
     }
 
     async fn run<S: AsyncRead>(&mut self, frames: &mut Frames<S>) -> End {
         loop {
-            let event = tokio::select! {
-                biased;
-                _ = self.shared.shutdown.cancelled() => Event::Shutdown,
-                Some((tag, out)) = self.grants.next(), if !self.grants.is_empty() => Event::Grant(tag, out),
-                Some((tag, out)) = self.losses.next(), if !self.losses.is_empty() => Event::Loss(tag, out),
-                frame = frames.next() => Event::Frame(frame),
+            // Everything already read is answered before the answers are
+            // written: a client that sends many requests at once gets their
+            // answers in one write.
+            let event = match self.next_event(frames).now_or_never() {
+                Some(event) => event,
+                None => {
+                    if !self.flush().await {
+                        return End::Broken;
+                    }
+                    self.next_event(frames).await
+                }
             };
             let sent = match event {
                 Event::Shutdown => {

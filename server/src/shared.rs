@@ -61,6 +61,23 @@ impl Shared {
         self.next_connection.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// Waits for a write to the client to finish: at once when the socket
+    /// takes it, else at most `WRITE_STALL`, and not past shutdown; `false`
+    /// when it failed, stalled or was cut short.
+    pub async fn bounded_write(
+        &self,
+        write: impl std::future::Future<Output = std::io::Result<()>>,
+    ) -> bool {
+        let mut write = std::pin::pin!(write);
+        if let Some(done) = futures::FutureExt::now_or_never(write.as_mut()) {
+            return done.is_ok();
+        }
+        tokio::select! {
+            done = tokio::time::timeout(crate::connection::WRITE_STALL, write) => matches!(done, Ok(Ok(()))),
+            _ = self.shutdown.cancelled() => false,
+        }
+    }
+
     /// The codec of frames from clients: a 4-byte big-endian length, at most `max_frame` bytes.
     pub fn inbound_codec(&self) -> LengthDelimitedCodec {
         codec(self.limits.max_frame)
