@@ -14,6 +14,7 @@ use crate::clock::Instant;
 use crate::driver::{Acquire, Driver, Granted, Waiting};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Group;
+use crate::held::{keep, Deadlines, HeldState, Renewed};
 use crate::ids::RequestId;
 use crate::lease::{Lease, LeaseState};
 use crate::loss::LossReason;
@@ -239,9 +240,12 @@ impl Holding {
         } = acquired;
         let clock = driver.clock().clone();
         let shared_deadline = group.as_ref().map(|g| g.deadline().clone());
-        let state = LeaseState::new(name, granted.grant, clock.clone(), shared_deadline);
+        let held = HeldState::new(clock.clone(), None, shared_deadline);
+        let state = LeaseState::new(name, granted.grant, held);
         let record = state.clone();
-        granted.lost.on_loss(move |reason| record.mark_lost(reason));
+        granted
+            .lost
+            .on_loss(move |reason| record.held.mark_lost(reason));
         let mut holding = Holding {
             lease: Lease {
                 state: state.clone(),
@@ -271,7 +275,7 @@ impl Holding {
                 revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
                 group.confirmed(sent_at);
             }
-            state.set_deadline(own(sent_at, revoke_in));
+            state.held.set_deadline(own(sent_at, revoke_in));
             holding.group = Some(group.clone());
             group.join(state.clone(), own(sent_at, revoke_in));
             return Ok(holding);
@@ -290,13 +294,13 @@ impl Holding {
             }
         } else {
             revoke_in = None;
-            state.set_deadline(state.grant.revoke_at);
+            state.held.set_deadline(state.grant.revoke_at);
         }
         if let Some(r) = renewal {
             let deadlines = Deadlines::new(r, sent_at, revoke_in);
-            state.set_deadline(Some(deadlines.holder()));
+            state.held.set_deadline(Some(deadlines.holder()));
             let done = CancellationToken::new();
-            runtime.spawn(keep(driver, state, done.clone(), deadlines));
+            runtime.spawn(keep_lease(driver, state, done.clone(), deadlines, r.ttl));
             holding.done = Some(done);
         }
         Ok(holding)
@@ -328,19 +332,20 @@ impl Holding {
             return Err(Error::lost(reason));
         }
         let clock = self.driver.clock().clone();
-        let deadline = self.lease.state.deadline();
+        let deadline = self.lease.state.held.deadline();
         let released = tokio::select! {
             r = self.driver.release(id) => Some(r),
             _ = sleep_until_opt(&clock, deadline) => None,
         };
         match released {
             None => {
-                self.lease.state.mark_lost(LossReason::Expired);
+                self.lease.state.held.mark_lost(LossReason::Expired);
                 self.release_later();
             }
             Some(Err(e)) if e.kind() == ErrorKind::Lost => {
                 self.lease
                     .state
+                    .held
                     .mark_lost(e.loss_reason().unwrap_or(LossReason::Unknown));
             }
             Some(_) => {}
@@ -403,100 +408,35 @@ impl Drop for Holding {
     }
 }
 
-/// The holder's deadlines, each a time at which the store has surely not
-/// yet let the lease go (LOCK-04): the ttl one moves with every renewal,
-/// the maxHold one is fixed.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Deadlines {
-    renewal: Renewal,
-    last_sent: Instant,
-    by_ttl: Instant,
-    by_max_hold: Option<Instant>,
-}
-
-impl Deadlines {
-    fn new(renewal: Renewal, sent_at: Instant, revoke_in: Option<Duration>) -> Deadlines {
-        let mut d = Deadlines {
-            renewal,
-            last_sent: sent_at,
-            by_ttl: sent_at,
-            by_max_hold: None,
-        };
-        d.confirmed(sent_at, revoke_in);
-        d
-    }
-
-    /// A grant or renewal sent at `sent_at` succeeded, answering `revoke_in`.
-    fn confirmed(&mut self, sent_at: Instant, revoke_in: Option<Duration>) {
-        let margin = self.renewal.margin;
-        self.last_sent = sent_at;
-        self.by_ttl = sent_at + self.renewal.ttl - margin;
-        if let Some(left) = revoke_in {
-            let at = sent_at + left - margin;
-            self.by_max_hold = Some(self.by_max_hold.map_or(at, |prev| prev.max(at)));
-        }
-    }
-
-    /// The deadline the holder keeps: the earlier of the two.
-    fn holder(&self) -> Instant {
-        self.by_max_hold.map_or(self.by_ttl, |m| m.min(self.by_ttl))
-    }
-
-    /// Why a lease whose holder deadline came is lost.
-    fn reason(&self) -> LossReason {
-        match self.by_max_hold {
-            Some(m) if m <= self.by_ttl => LossReason::Revoked,
-            _ => LossReason::Expired,
-        }
-    }
-}
-
 /// How long to wait before trying a failed renewal again.
 pub(crate) fn retry_after(ttl: Duration) -> Duration {
     (ttl / 20).max(Duration::from_millis(50))
 }
 
-/// Keeps one lease on a store whose leases run out, until its holder is
-/// done or it is lost (the store's word of a loss is recorded by the grant's
-/// loss callback): renews every ttl/3, retrying a failed renewal until the
-/// holder's deadline (LOCK-04, LOCK-06).
-async fn keep(
+/// Keeps one lease on a store that renews by id, until its holder is done
+/// or it is lost (the store's word of a loss is recorded by the grant's
+/// loss callback).
+async fn keep_lease(
     driver: Arc<dyn Driver>,
     state: Arc<LeaseState>,
     done: CancellationToken,
-    mut deadlines: Deadlines,
+    deadlines: Deadlines,
+    ttl: Duration,
 ) {
-    let clock = driver.clock().clone();
-    let ttl = deadlines.renewal.ttl;
-    let mut next = deadlines.last_sent + ttl / 3;
-    loop {
-        let deadline = deadlines.holder();
-        tokio::select! {
-            biased;
-            _ = done.cancelled() => return,
-            _ = state.lost_cancelled() => return,
-            _ = clock.sleep_until(deadline) => return state.mark_lost(deadlines.reason()),
-            _ = clock.sleep_until(next) => {
-                let sent = clock.now();
-                let outcome = tokio::select! {
-                    biased;
-                    _ = done.cancelled() => return,
-                    _ = clock.sleep_until(deadline) => None,
-                    res = driver.renew(state.lease_id(), Some(ttl)) => Some(res),
-                };
-                match outcome {
-                    None => return state.mark_lost(deadlines.reason()),
-                    Some(Ok(grant)) => {
-                        deadlines.confirmed(sent, grant.revoke_in);
-                        state.set_deadline(Some(deadlines.holder()));
-                        next = deadlines.last_sent + ttl / 3;
-                    }
-                    Some(Err(e)) if e.kind() == ErrorKind::Lost => {
-                        return state.mark_lost(e.loss_reason().unwrap_or(LossReason::Unknown));
-                    }
-                    Some(Err(_)) => next = clock.now() + retry_after(ttl),
-                }
+    let id = state.lease_id();
+    keep(&state.held, done, deadlines, || {
+        let driver = driver.clone();
+        async move {
+            match driver.renew(id, Some(ttl)).await {
+                Ok(grant) => Ok(Renewed::Kept {
+                    revoke_in: grant.revoke_in,
+                }),
+                Err(e) if e.kind() == ErrorKind::Lost => Ok(Renewed::Gone(
+                    e.loss_reason().unwrap_or(LossReason::Unknown),
+                )),
+                Err(e) => Err(e),
             }
         }
-    }
+    })
+    .await
 }

@@ -160,7 +160,7 @@ impl Group {
             m.leases.drain().map(|(_, l)| l).collect()
         };
         for lease in leases {
-            lease.mark_lost(reason);
+            lease.held.mark_lost(reason);
         }
     }
 
@@ -180,7 +180,7 @@ impl Group {
             }
         }
         for lease in due {
-            lease.mark_lost(LossReason::Revoked);
+            lease.held.mark_lost(LossReason::Revoked);
         }
     }
 }

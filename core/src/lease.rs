@@ -1,83 +1,30 @@
 //! A held lease as its holder sees it: fence, loss, time left.
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::clock::{Clock, Instant};
-use crate::group::GroupDeadline;
+use crate::held::HeldState;
 use crate::ids::LeaseId;
 use crate::loss::LossReason;
 use crate::table::{Grant, KeyName};
 
-/// The state one lease shares between its holder and the task that keeps it.
+/// The state one lease shares between its holder and whoever keeps it.
 #[derive(Debug)]
 pub(crate) struct LeaseState {
     pub(crate) name: KeyName,
     pub(crate) grant: Grant,
-    clock: Clock,
-    /// The lease's own deadline (its maxHold's, in a renewal group).
-    deadline: Mutex<Option<Instant>>,
-    /// The deadline of the renewal group the lease is in.
-    group: Option<Arc<GroupDeadline>>,
-    lost: CancellationToken,
-    reason: OnceLock<LossReason>,
+    pub(crate) held: HeldState,
 }
 
 impl LeaseState {
-    pub(crate) fn new(
-        name: KeyName,
-        grant: Grant,
-        clock: Clock,
-        group: Option<Arc<GroupDeadline>>,
-    ) -> Arc<LeaseState> {
-        Arc::new(LeaseState {
-            name,
-            grant,
-            clock,
-            deadline: Mutex::new(None),
-            group,
-            lost: CancellationToken::new(),
-            reason: OnceLock::new(),
-        })
+    pub(crate) fn new(name: KeyName, grant: Grant, held: HeldState) -> Arc<LeaseState> {
+        Arc::new(LeaseState { name, grant, held })
     }
 
     pub(crate) fn lease_id(&self) -> LeaseId {
         self.grant.lease_id
-    }
-
-    pub(crate) fn clock(&self) -> &Clock {
-        &self.clock
-    }
-
-    /// Records the loss; only the first reason counts (LOCK-09: loss is delivered once).
-    pub(crate) fn mark_lost(&self, reason: LossReason) {
-        if self.reason.set(reason).is_ok() {
-            self.lost.cancel();
-        }
-    }
-
-    /// Completes once the lease is lost.
-    pub(crate) fn lost_cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
-        self.lost.cancelled()
-    }
-
-    pub(crate) fn reason(&self) -> Option<LossReason> {
-        self.reason.get().copied()
-    }
-
-    pub(crate) fn set_deadline(&self, at: Option<Instant>) {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at;
-    }
-
-    /// The holder's deadline: the earlier of its own and its group's.
-    pub(crate) fn deadline(&self) -> Option<Instant> {
-        let own = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
-        match (own, self.group.as_ref().and_then(|g| g.get())) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
     }
 }
 
@@ -119,32 +66,28 @@ impl Lease {
 
     /// Whether the lease was lost (LOCK-09). Once true, it stays true.
     pub fn lost(&self) -> bool {
-        self.state.reason().is_some()
+        self.state.held.reason().is_some()
     }
 
     /// Why the lease was lost, once it was.
     pub fn loss_reason(&self) -> Option<LossReason> {
-        self.state.reason()
+        self.state.held.reason()
     }
 
     /// Completes when the lease is lost (LOCK-09).
     pub fn lost_signal(&self) -> WaitForCancellationFutureOwned {
-        self.state.lost.clone().cancelled_owned()
+        self.state.held.lost_signal()
     }
 
     /// A token cancelled when the lease is lost; cancelling it yourself
     /// changes nothing for the lease.
     pub fn lost_token(&self) -> CancellationToken {
-        self.state.lost.child_token()
+        self.state.held.lost_token()
     }
 
     /// The time left before the holder's deadline, zero once lost; `None`
     /// when the lease has no deadline (an embedded lease without maxHold).
     pub fn remaining(&self) -> Option<Duration> {
-        if self.lost() {
-            return Some(Duration::ZERO);
-        }
-        let deadline = self.state.deadline()?;
-        Some(deadline.saturating_since(self.state.clock().now()))
+        self.state.held.remaining()
     }
 }

@@ -29,6 +29,7 @@ mod error;
 pub mod etcd;
 pub mod fence;
 mod group;
+mod held;
 mod ids;
 mod lease;
 mod lock;

@@ -7,41 +7,29 @@
 //! no confirmed renewal by the deadline loses the slot.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::{SlotLease, Slots};
-use crate::clock::{Clock, Instant};
-use crate::engine::{combine, retry_after};
+use crate::clock::Instant;
+use crate::engine::{combine, Renewal};
 use crate::error::{Error, Result};
+use crate::held::{keep, Deadlines, HeldState, Renewed};
 use crate::loss::LossReason;
 use crate::store::OnClose;
 
 #[derive(Debug)]
 struct Shared {
     lease: Mutex<SlotLease>,
-    deadline: Mutex<Instant>,
     issued: AtomicU64,
-    lost: CancellationToken,
-    reason: OnceLock<LossReason>,
-    clock: Clock,
+    held: HeldState,
 }
 
 impl Shared {
     fn lease(&self) -> MutexGuard<'_, SlotLease> {
         self.lease.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn deadline(&self) -> MutexGuard<'_, Instant> {
-        self.deadline.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn mark_lost(&self, reason: LossReason) {
-        if self.reason.set(reason).is_ok() {
-            self.lost.cancel();
-        }
     }
 }
 
@@ -95,32 +83,27 @@ impl HeldSlot {
 
     /// Whether the slot was lost. Once true, it stays true.
     pub fn lost(&self) -> bool {
-        self.shared.reason.get().is_some()
+        self.shared.held.reason().is_some()
     }
 
     /// Why the slot was lost, once it was.
     pub fn loss_reason(&self) -> Option<LossReason> {
-        self.shared.reason.get().copied()
+        self.shared.held.reason()
     }
 
     /// Completes when the slot is lost.
     pub fn lost_signal(&self) -> WaitForCancellationFutureOwned {
-        self.shared.lost.clone().cancelled_owned()
+        self.shared.held.lost_signal()
     }
 
     /// A token cancelled when the slot is lost; cancelling it changes nothing for the slot.
     pub fn lost_token(&self) -> CancellationToken {
-        self.shared.lost.child_token()
+        self.shared.held.lost_token()
     }
 
     /// The time left before the holder's deadline; zero once lost.
     pub fn remaining(&self) -> Duration {
-        if self.lost() {
-            return Duration::ZERO;
-        }
-        self.shared
-            .deadline()
-            .saturating_since(self.shared.clock.now())
+        self.shared.held.remaining().unwrap_or_default()
     }
 }
 
@@ -153,24 +136,22 @@ impl SlotHolding {
     /// Starts keeping `lease`, acquired by a call sent at `sent_at`.
     pub(super) fn start(slots: Slots, lease: SlotLease, sent_at: Instant) -> SlotHolding {
         let clock = slots.store().driver().clock().clone();
+        let deadline = sent_at + slots.ttl() - slots.margin();
         let shared = Arc::new(Shared {
             lease: Mutex::new(lease),
-            deadline: Mutex::new(sent_at + slots.ttl() - slots.margin()),
             issued: AtomicU64::new(0),
-            lost: CancellationToken::new(),
-            reason: OnceLock::new(),
-            clock,
+            held: HeldState::new(clock, Some(deadline), None),
         });
         let done = CancellationToken::new();
         let on_close: OnClose = {
             let shared = shared.clone();
-            Arc::new(move || shared.mark_lost(LossReason::Closed))
+            Arc::new(move || shared.held.mark_lost(LossReason::Closed))
         };
         let close_id = slots.store().inner().on_close(&on_close);
         let held = HeldSlot { shared };
-        let keeper = slots.store().inner().runtime.spawn(keep(
+        let keeper = slots.store().inner().runtime.spawn(keep_slot(
             slots.clone(),
-            held.clone(),
+            held.shared.clone(),
             done.clone(),
             sent_at,
         ));
@@ -205,7 +186,7 @@ impl SlotHolding {
         self.slots.store().inner().forget_close(self.close_id);
         let lease = self.held.lease();
         if let Ok(false) = self.slots.release(&lease, self.held.last_issued()).await {
-            self.held.shared.mark_lost(LossReason::Unknown);
+            self.held.shared.held.mark_lost(LossReason::Unknown);
         }
         match self.held.loss_reason() {
             Some(reason) => Err(Error::lost(reason)),
@@ -240,39 +221,26 @@ impl Drop for SlotHolding {
 }
 
 /// Renews the held slot every ttl/3 until the holder is done, retrying a
-/// failed renewal until the deadline.
-async fn keep(slots: Slots, held: HeldSlot, done: CancellationToken, mut last_sent: Instant) {
-    let clock = held.shared.clock.clone();
-    let ttl = slots.ttl();
-    let mut next = last_sent + ttl / 3;
-    loop {
-        let deadline = *held.shared.deadline();
-        tokio::select! {
-            biased;
-            _ = done.cancelled() => return,
-            _ = held.shared.lost.cancelled() => return,
-            _ = clock.sleep_until(deadline) => return held.shared.mark_lost(LossReason::Expired),
-            _ = clock.sleep_until(next) => {
-                let sent = clock.now();
-                let lease = held.lease();
-                let outcome = tokio::select! {
-                    biased;
-                    _ = done.cancelled() => return,
-                    _ = clock.sleep_until(deadline) => None,
-                    res = slots.renew(&lease) => Some(res),
-                };
-                match outcome {
-                    None => return held.shared.mark_lost(LossReason::Expired),
-                    Some(Ok(Some(renewed))) => {
-                        *held.shared.lease() = renewed;
-                        *held.shared.deadline() = sent + ttl - slots.margin();
-                        last_sent = sent;
-                        next = last_sent + ttl / 3;
-                    }
-                    Some(Ok(None)) => return held.shared.mark_lost(LossReason::Unknown),
-                    Some(Err(_)) => next = clock.now() + retry_after(ttl),
+/// failed renewal until the deadline; a renewal that answers nothing
+/// (another owner has the slot) loses it.
+async fn keep_slot(slots: Slots, shared: Arc<Shared>, done: CancellationToken, sent_at: Instant) {
+    let renewal = Renewal {
+        ttl: slots.ttl(),
+        margin: slots.margin(),
+    };
+    let deadlines = Deadlines::new(renewal, sent_at, None);
+    keep(&shared.held, done, deadlines, || {
+        let (slots, shared) = (slots.clone(), shared.clone());
+        async move {
+            let lease = shared.lease().clone();
+            Ok(match slots.renew(&lease).await? {
+                Some(renewed) => {
+                    *shared.lease() = renewed;
+                    Renewed::Kept { revoke_in: None }
                 }
-            }
+                None => Renewed::Gone(LossReason::Unknown),
+            })
         }
-    }
+    })
+    .await
 }

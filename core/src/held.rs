@@ -1,0 +1,211 @@
+//! What a holder keeps of anything it holds, a key's lease or a slot: its
+//! deadline on the holder's own clock (LOCK-04), its loss recorded once
+//! with its reason (LOCK-09), and the one keeper that renews a single
+//! holding every ttl/3 until its deadline (LOCK-06).
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use tokio_util::sync::{
+    CancellationToken, WaitForCancellationFuture, WaitForCancellationFutureOwned,
+};
+
+use crate::clock::{Clock, Instant};
+use crate::engine::{retry_after, Renewal};
+use crate::error::Result;
+use crate::group::GroupDeadline;
+use crate::loss::LossReason;
+
+/// The state a holding shares between its holder and whoever keeps it.
+#[derive(Debug)]
+pub(crate) struct HeldState {
+    clock: Clock,
+    /// The holding's own deadline (its maxHold's, in a renewal group).
+    deadline: Mutex<Option<Instant>>,
+    /// The deadline of the renewal group the holding is in.
+    group: Option<Arc<GroupDeadline>>,
+    lost: CancellationToken,
+    reason: OnceLock<LossReason>,
+}
+
+impl HeldState {
+    /// A holding kept by `clock`, with its own `deadline` and its group's.
+    pub(crate) fn new(
+        clock: Clock,
+        deadline: Option<Instant>,
+        group: Option<Arc<GroupDeadline>>,
+    ) -> HeldState {
+        HeldState {
+            clock,
+            deadline: Mutex::new(deadline),
+            group,
+            lost: CancellationToken::new(),
+            reason: OnceLock::new(),
+        }
+    }
+
+    /// The clock the deadline is kept by.
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Records the loss; only the first reason counts (a loss is delivered once).
+    pub(crate) fn mark_lost(&self, reason: LossReason) {
+        if self.reason.set(reason).is_ok() {
+            self.lost.cancel();
+        }
+    }
+
+    /// Completes once the holding is lost.
+    pub(crate) fn lost_cancelled(&self) -> WaitForCancellationFuture<'_> {
+        self.lost.cancelled()
+    }
+
+    /// Completes once the holding is lost, owning what it waits on.
+    pub(crate) fn lost_signal(&self) -> WaitForCancellationFutureOwned {
+        self.lost.clone().cancelled_owned()
+    }
+
+    /// A token cancelled at the loss; cancelling it changes nothing here.
+    pub(crate) fn lost_token(&self) -> CancellationToken {
+        self.lost.child_token()
+    }
+
+    /// Why the holding was lost, once it was.
+    pub(crate) fn reason(&self) -> Option<LossReason> {
+        self.reason.get().copied()
+    }
+
+    /// Sets the holding's own deadline.
+    pub(crate) fn set_deadline(&self, at: Option<Instant>) {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at;
+    }
+
+    /// The holder's deadline: the earlier of its own and its group's.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        let own = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+        match (own, self.group.as_ref().and_then(|g| g.get())) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The time left before the deadline, zero once lost; `None` without a deadline.
+    pub(crate) fn remaining(&self) -> Option<Duration> {
+        if self.reason().is_some() {
+            return Some(Duration::ZERO);
+        }
+        Some(self.deadline()?.saturating_since(self.clock.now()))
+    }
+}
+
+/// The holder's deadlines, each a time at which the store has surely not
+/// yet let the holding go (LOCK-04): the ttl one moves with every renewal,
+/// the maxHold one is fixed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadlines {
+    renewal: Renewal,
+    last_sent: Instant,
+    by_ttl: Instant,
+    by_max_hold: Option<Instant>,
+}
+
+impl Deadlines {
+    /// The deadlines after a grant sent at `sent_at` that answered `revoke_in`.
+    pub(crate) fn new(
+        renewal: Renewal,
+        sent_at: Instant,
+        revoke_in: Option<Duration>,
+    ) -> Deadlines {
+        let mut d = Deadlines {
+            renewal,
+            last_sent: sent_at,
+            by_ttl: sent_at,
+            by_max_hold: None,
+        };
+        d.confirmed(sent_at, revoke_in);
+        d
+    }
+
+    /// A grant or renewal sent at `sent_at` succeeded, answering `revoke_in`.
+    fn confirmed(&mut self, sent_at: Instant, revoke_in: Option<Duration>) {
+        let margin = self.renewal.margin;
+        self.last_sent = sent_at;
+        self.by_ttl = sent_at + self.renewal.ttl - margin;
+        if let Some(left) = revoke_in {
+            let at = sent_at + left - margin;
+            self.by_max_hold = Some(self.by_max_hold.map_or(at, |prev| prev.max(at)));
+        }
+    }
+
+    /// The deadline the holder keeps: the earlier of the two.
+    pub(crate) fn holder(&self) -> Instant {
+        self.by_max_hold.map_or(self.by_ttl, |m| m.min(self.by_ttl))
+    }
+
+    /// Why a holding whose holder deadline came is lost.
+    fn reason(&self) -> LossReason {
+        match self.by_max_hold {
+            Some(m) if m <= self.by_ttl => LossReason::Revoked,
+            _ => LossReason::Expired,
+        }
+    }
+}
+
+/// What one renewal of a single holding found.
+pub(crate) enum Renewed {
+    /// Renewed; the time left before its maxHold, if it has one.
+    Kept {
+        /// As [`crate::table::Grant::revoke_in`].
+        revoke_in: Option<Duration>,
+    },
+    /// The store no longer holds it for this holder.
+    Gone(LossReason),
+}
+
+/// Keeps one holding on a store whose holdings run out, until `done` or
+/// its loss: renews it every ttl/3 from the last confirmed send with
+/// `renew`, retrying a failed renewal every ttl/20 until the holder's
+/// deadline, at which it is lost (LOCK-04, LOCK-06).
+pub(crate) async fn keep<F, Fut>(
+    held: &HeldState,
+    done: CancellationToken,
+    mut deadlines: Deadlines,
+    mut renew: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Renewed>>,
+{
+    let clock = held.clock().clone();
+    let ttl = deadlines.renewal.ttl;
+    let mut next = deadlines.last_sent + ttl / 3;
+    loop {
+        let deadline = deadlines.holder();
+        tokio::select! {
+            biased;
+            _ = done.cancelled() => return,
+            _ = held.lost_cancelled() => return,
+            _ = clock.sleep_until(deadline) => return held.mark_lost(deadlines.reason()),
+            _ = clock.sleep_until(next) => {
+                let sent = clock.now();
+                let outcome = tokio::select! {
+                    biased;
+                    _ = done.cancelled() => return,
+                    _ = clock.sleep_until(deadline) => None,
+                    res = renew() => Some(res),
+                };
+                match outcome {
+                    None => return held.mark_lost(deadlines.reason()),
+                    Some(Ok(Renewed::Kept { revoke_in })) => {
+                        deadlines.confirmed(sent, revoke_in);
+                        held.set_deadline(Some(deadlines.holder()));
+                        next = deadlines.last_sent + ttl / 3;
+                    }
+                    Some(Ok(Renewed::Gone(reason))) => return held.mark_lost(reason),
+                    Some(Err(_)) => next = clock.now() + retry_after(ttl),
+                }
+            }
+        }
+    }
+}
