@@ -33,7 +33,7 @@ use leasehold::remote::protocol::{
 use leasehold::slots::{NamespaceSpec, SlotLease, SlotRequest};
 use leasehold::{duration, names, Error, ErrorKind, GroupId, LeaseId, LossReason, RequestId};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf};
-use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec, LengthDelimitedCodecError};
 
 use crate::metrics::Op;
@@ -132,7 +132,42 @@ struct Held {
 }
 
 type GrantWatch = Tagged<(RequestId, u64), Waiting>;
-type LossWatch = Tagged<(LeaseId, u64), LossReceiver>;
+
+/// The store's word on a lease this connection watches, as its loss
+/// callback sends it: a loss, or `None` when the lease ended without one.
+struct LossNotice {
+    lease_id: LeaseId,
+    generation: u64,
+    reason: Option<LossReason>,
+}
+
+/// Sends one [`LossNotice`] to its connection: the loss when the store
+/// says so, else `None` when the callback is dropped unsent.
+struct LossNotifier {
+    tx: mpsc::UnboundedSender<LossNotice>,
+    lease_id: LeaseId,
+    generation: u64,
+    sent: bool,
+}
+
+impl LossNotifier {
+    fn send(&mut self, reason: Option<LossReason>) {
+        self.sent = true;
+        let _ = self.tx.send(LossNotice {
+            lease_id: self.lease_id,
+            generation: self.generation,
+            reason,
+        });
+    }
+}
+
+impl Drop for LossNotifier {
+    fn drop(&mut self) {
+        if !self.sent {
+            self.send(None);
+        }
+    }
+}
 
 /// What woke the connection's loop.
 enum Event {
@@ -171,7 +206,7 @@ pub(crate) async fn serve<S>(
         held: HashMap::new(),
         groups: HashSet::new(),
         grants: FuturesUnordered::new(),
-        losses: FuturesUnordered::new(),
+        losses: mpsc::unbounded_channel(),
         generation: 0,
     };
     let end = match hello(&conn, &mut frames).await {
@@ -310,7 +345,12 @@ struct Connection<W> {
     /// The renewal groups this connection named, whose leases it watches.
     groups: HashSet<GroupId>,
     grants: FuturesUnordered<GrantWatch>,
-    losses: FuturesUnordered<LossWatch>,
+    /// The losses of the leases it watches, sent by their loss callbacks
+    /// (one channel for all, rather than a future per lease).
+    losses: (
+        mpsc::UnboundedSender<LossNotice>,
+        mpsc::UnboundedReceiver<LossNotice>,
+    ),
     generation: u64,
 }
 
@@ -353,7 +393,9 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             biased;
             _ = self.shared.shutdown.cancelled() => Event::Shutdown,
             Some((tag, out)) = self.grants.next(), if !self.grants.is_empty() => Event::Grant(tag, out),
-            Some((tag, out)) = self.losses.next(), if !self.losses.is_empty() => Event::Loss(tag, out),
+            Some(n) = self.losses.1.recv() => {
+                Event::Loss((n.lease_id, n.generation), n.reason.ok_or(NothingLost))
+            }
             frame = frames.next() => Event::Frame(frame),
         }
     }
@@ -469,10 +511,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 request_id: granted.grant.request_id,
             },
         );
-        self.losses.push(Tagged {
-            tag: (lease_id, generation),
-            fut: granted.lost,
-        });
+        self.notify_loss(granted.lost, lease_id, generation);
         self.shared.metrics.grants.inc();
     }
 
@@ -490,10 +529,18 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 request_id,
             },
         );
-        self.losses.push(Tagged {
-            tag: (lease_id, generation),
-            fut: lost,
-        });
+        self.notify_loss(lost, lease_id, generation);
+    }
+
+    /// Has `lost` tell this connection's loop of the lease's end.
+    fn notify_loss(&self, lost: LossReceiver, lease_id: LeaseId, generation: u64) {
+        let mut notifier = LossNotifier {
+            tx: self.losses.0.clone(),
+            lease_id,
+            generation,
+            sent: false,
+        };
+        lost.on_loss(move |reason| notifier.send(Some(reason)));
     }
 
     fn require_write(&self) -> leasehold::Result<()> {
