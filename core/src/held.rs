@@ -4,6 +4,7 @@
 //! holding every ttl/3 until its deadline (LOCK-06).
 
 use std::future::Future;
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -25,7 +26,9 @@ pub(crate) struct HeldState {
     deadline: Mutex<Option<Instant>>,
     /// The deadline of the renewal group the holding is in.
     group: Option<Arc<GroupDeadline>>,
-    lost: CancellationToken,
+    /// Cancelled at the loss; made on first use, so that a holding nobody
+    /// waits on the loss of costs no token (a million held leases).
+    lost: OnceLock<CancellationToken>,
     reason: OnceLock<LossReason>,
 }
 
@@ -40,7 +43,7 @@ impl HeldState {
             clock,
             deadline: Mutex::new(deadline),
             group,
-            lost: CancellationToken::new(),
+            lost: OnceLock::new(),
             reason: OnceLock::new(),
         }
     }
@@ -53,23 +56,38 @@ impl HeldState {
     /// Records the loss; only the first reason counts (a loss is delivered once).
     pub(crate) fn mark_lost(&self, reason: LossReason) {
         if self.reason.set(reason).is_ok() {
-            self.lost.cancel();
+            // Pairs with the fence in `token`: of a loss and a first wait
+            // racing, at least one sees the other, so the token is cancelled.
+            fence(Ordering::SeqCst);
+            if let Some(token) = self.lost.get() {
+                token.cancel();
+            }
         }
+    }
+
+    /// The token cancelled at the loss, made now if nobody asked before.
+    fn token(&self) -> &CancellationToken {
+        let token = self.lost.get_or_init(CancellationToken::new);
+        fence(Ordering::SeqCst);
+        if self.reason().is_some() {
+            token.cancel();
+        }
+        token
     }
 
     /// Completes once the holding is lost.
     pub(crate) fn lost_cancelled(&self) -> WaitForCancellationFuture<'_> {
-        self.lost.cancelled()
+        self.token().cancelled()
     }
 
     /// Completes once the holding is lost, owning what it waits on.
     pub(crate) fn lost_signal(&self) -> WaitForCancellationFutureOwned {
-        self.lost.clone().cancelled_owned()
+        self.token().clone().cancelled_owned()
     }
 
     /// A token cancelled at the loss; cancelling it changes nothing here.
     pub(crate) fn lost_token(&self) -> CancellationToken {
-        self.lost.child_token()
+        self.token().child_token()
     }
 
     /// Why the holding was lost, once it was.
@@ -207,5 +225,29 @@ pub(crate) async fn keep<F, Fut>(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // LOCK-09: a loss reaches a wait started before it and one started
+    // after it, and a token asked for after it comes cancelled.
+    #[tokio::test]
+    async fn lock_09_a_loss_reaches_waits_made_before_and_after_it() {
+        let held = Arc::new(HeldState::new(Clock::monotonic(), None, None));
+        let before = tokio::spawn(held.lost_signal());
+        tokio::task::yield_now().await;
+        held.mark_lost(LossReason::Expired);
+        held.mark_lost(LossReason::Revoked);
+        before.await.unwrap();
+        held.lost_signal().await;
+        assert!(held.lost_token().is_cancelled());
+        assert_eq!(held.reason(), Some(LossReason::Expired));
+        assert_eq!(held.remaining(), Some(Duration::ZERO));
+        let never_waited = HeldState::new(Clock::monotonic(), None, None);
+        never_waited.mark_lost(LossReason::Closed);
+        assert!(never_waited.lost_token().is_cancelled());
     }
 }
