@@ -17,6 +17,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,8 @@ use crate::shared::{outbound_codec, SharedRef};
 
 /// How long a client has to send its hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many lock names a connection keeps to share among its holds.
+const LOCK_NAMES: usize = 1024;
 /// How many bytes of answers may wait in the connection's buffer before it
 /// writes them out and stops reading until they are written.
 const WRITE_BUFFER: usize = 64 * 1024;
@@ -205,6 +208,7 @@ pub(crate) async fn serve<S>(
         waits: HashMap::new(),
         held: HashMap::new(),
         groups: HashSet::new(),
+        lock_names: HashSet::new(),
         grants: FuturesUnordered::new(),
         losses: mpsc::unbounded_channel(),
         generation: 0,
@@ -344,6 +348,8 @@ struct Connection<W> {
     held: HashMap<LeaseId, Held>,
     /// The renewal groups this connection named, whose leases it watches.
     groups: HashSet<GroupId>,
+    /// The lock names its holds named lately (at most `LOCK_NAMES`).
+    lock_names: HashSet<Arc<str>>,
     grants: FuturesUnordered<GrantWatch>,
     /// The losses of the leases it watches, sent by their loss callbacks
     /// (one channel for all, rather than a future per lease).
@@ -672,7 +678,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             ));
         }
         let request = HoldRequest {
-            name: KeyName::new(lock, key),
+            name: KeyName::new(self.lock_name(lock), key),
             request_id,
             ttl: Some(ttl),
             max_hold,
@@ -754,6 +760,20 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         self.shared.metrics.renewals.inc();
         self.watch_group(group);
         Ok(Reply::GroupRenewed)
+    }
+
+    /// The lock name `lock`, shared with the holds of this connection that
+    /// named it before, so that a held key does not keep a copy of its own.
+    fn lock_name(&mut self, lock: String) -> Arc<str> {
+        if let Some(name) = self.lock_names.get(lock.as_str()) {
+            return name.clone();
+        }
+        if self.lock_names.len() >= LOCK_NAMES {
+            self.lock_names.clear();
+        }
+        let name: Arc<str> = lock.into();
+        self.lock_names.insert(name.clone());
+        name
     }
 
     /// Watches for loss every lease of `group` this connection does not
