@@ -57,8 +57,8 @@ struct Held {
     ttl_ms: u64,
     loss: LossSender,
     epoch: u32,
-    /// The renewal group that renews it, if any.
-    group: Option<GroupId>,
+    /// The renewal group that renews it, if any, by its place in `State::groups`.
+    group: Option<u32>,
 }
 
 type RenewReply = oneshot::Sender<Result<WireGrant>>;
@@ -82,7 +82,25 @@ struct State {
     pending: HashMap<u64, Pending>,
     waiters: HashMap<RequestId, Waiter>,
     held: HashMap<LeaseId, Held>,
+    /// The renewal groups of held leases (a held lease names its group by
+    /// its place here, which costs it 4 bytes rather than 16).
+    groups: Vec<GroupId>,
     renewals: Vec<(LeaseId, u64, RenewReply)>,
+}
+
+impl State {
+    /// The place of `group` in `groups`, added if new.
+    fn group_place(&mut self, group: Option<GroupId>) -> Option<u32> {
+        let group = group?;
+        let at = match self.groups.iter().position(|g| *g == group) {
+            Some(at) => at,
+            None => {
+                self.groups.push(group);
+                self.groups.len() - 1
+            }
+        };
+        u32::try_from(at).ok()
+    }
 }
 
 struct Shared {
@@ -281,10 +299,11 @@ impl Shared {
     /// Tells the holders of every lease of `group` that it is lost.
     fn lose_group(&self, group: GroupId, reason: LossReason) {
         let mut st = self.lock();
+        let place = st.group_place(Some(group));
         let gone: Vec<LeaseId> = st
             .held
             .iter()
-            .filter(|(_, h)| h.group == Some(group))
+            .filter(|(_, h)| h.group.is_some() && h.group == place)
             .map(|(id, _)| *id)
             .collect();
         for id in gone {
@@ -308,13 +327,14 @@ impl Shared {
                     }))
                     .is_ok();
                 if ok {
+                    let group = st.group_place(waiter.group);
                     st.held.insert(
                         LeaseId(w.lease_id),
                         Held {
                             ttl_ms: waiter.ttl_ms,
                             loss,
                             epoch,
-                            group: waiter.group,
+                            group,
                         },
                     );
                 }
@@ -489,7 +509,7 @@ async fn resync(shared: Weak<Shared>, restarted: bool) {
         let groups: HashMap<GroupId, u64> = st
             .held
             .values()
-            .filter_map(|h| Some((h.group?, h.ttl_ms)))
+            .filter_map(|h| Some((st.groups[usize::try_from(h.group?).ok()?], h.ttl_ms)))
             .collect();
         let holds: Vec<(RequestId, Request)> = st
             .waiters
@@ -682,13 +702,14 @@ impl Driver for RemoteDriver {
                     st.waiters.remove(&rid);
                     let (loss, lost) = loss_channel();
                     let epoch = st.epoch.unwrap_or(0);
+                    let group = st.group_place(request.group);
                     st.held.insert(
                         LeaseId(w.lease_id),
                         Held {
                             ttl_ms,
                             loss,
                             epoch,
-                            group: request.group,
+                            group,
                         },
                     );
                     return Ok(Acquire::Granted(Granted {
