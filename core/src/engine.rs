@@ -95,13 +95,11 @@ pub(crate) async fn acquire(
     let clock = driver.clock().clone();
     let start = clock.now();
     let wait_until = wait.map(|w| start + w);
-    let never = CancellationToken::new();
-    let cancel = cancel.unwrap_or(&never);
     let queue = request.queue;
     let request_id = request.request_id;
     let mut backoff = POLL_FIRST;
     loop {
-        if cancel.is_cancelled() {
+        if cancel.is_some_and(CancellationToken::is_cancelled) {
             return Err(cancelled());
         }
         let sent_at = clock.now();
@@ -111,7 +109,7 @@ pub(crate) async fn acquire(
         let answer = tokio::select! {
             biased;
             a = driver.hold(request.clone()) => a?,
-            _ = cancel.cancelled() => {
+            _ = cancelled_opt(cancel) => {
                 withdraw(driver, runtime, request_id);
                 return Err(cancelled());
             }
@@ -136,7 +134,7 @@ pub(crate) async fn acquire(
                 let timed_out = wait_until.is_some_and(|w| w <= next);
                 tokio::select! {
                     biased;
-                    _ = cancel.cancelled() => return Err(cancelled()),
+                    _ = cancelled_opt(cancel) => return Err(cancelled()),
                     _ = clock.sleep_until(next), if !timed_out => {}
                     _ = clock.sleep_until(wait_until.unwrap_or(next)), if timed_out => {
                         return Err(wait_timeout(wait));
@@ -154,7 +152,7 @@ pub(crate) async fn acquire(
                 let outcome = tokio::select! {
                     biased;
                     got = rx => Some(got),
-                    _ = cancel.cancelled() => None,
+                    _ = cancelled_opt(cancel) => None,
                     _ = sleep_until_opt(&clock, wait_until) => None,
                 };
                 return match outcome {
@@ -171,7 +169,7 @@ pub(crate) async fn acquire(
                     }
                     None => {
                         line.leave().await;
-                        if cancel.is_cancelled() {
+                        if cancel.is_some_and(CancellationToken::is_cancelled) {
                             Err(cancelled())
                         } else {
                             Err(wait_timeout(wait))
@@ -189,6 +187,14 @@ fn withdraw(driver: &Arc<dyn Driver>, runtime: &Handle, request_id: RequestId) {
     runtime.spawn(async move {
         let _ = driver.give_up(request_id).await;
     });
+}
+
+/// Completes when `cancel` fires; never without one.
+async fn cancelled_opt(cancel: Option<&CancellationToken>) {
+    match cancel {
+        Some(c) => c.cancelled().await,
+        None => std::future::pending().await,
+    }
 }
 
 async fn sleep_until_opt(clock: &crate::clock::Clock, at: Option<Instant>) {

@@ -107,6 +107,15 @@ impl Groups {
     }
 }
 
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group")
+            .field("ttl", &self.renewal.ttl)
+            .field("margin", &self.renewal.margin)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Group {
     /// The id the store knows the group by.
     pub(crate) fn id(&self) -> GroupId {

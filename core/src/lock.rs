@@ -2,12 +2,13 @@
 //! function runs (seed 000).
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::duration;
 use crate::engine::{self, HoldOptions, Holding, Renewal};
 use crate::error::{Error, ErrorKind, Result};
+use crate::group::Group;
 use crate::ids::RequestId;
 use crate::lease::Lease;
 use crate::names;
@@ -92,6 +93,7 @@ impl LockBuilder {
             max_hold,
             wait: self.wait,
             margin,
+            group: Arc::default(),
         })
     }
 }
@@ -105,6 +107,8 @@ pub struct Lock {
     max_hold: Option<Duration>,
     wait: Option<Duration>,
     margin: Duration,
+    /// The renewal group of its leases, once a hold needed it (shared by clones).
+    group: Arc<OnceLock<Arc<Group>>>,
 }
 
 impl Lock {
@@ -150,9 +154,11 @@ impl Lock {
             ttl: self.ttl,
             margin: self.margin,
         });
-        let group = renewal
-            .filter(|_| capabilities.groups)
-            .map(|r| store.groups.get(r, &driver, &store.runtime));
+        let group = renewal.filter(|_| capabilities.groups).map(|r| {
+            self.group
+                .get_or_init(|| store.groups.get(r, &driver, &store.runtime))
+                .clone()
+        });
         let request = HoldRequest {
             name: KeyName::new(self.name.clone(), key),
             request_id: RequestId::random(),
