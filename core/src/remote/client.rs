@@ -9,16 +9,17 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::{SinkExt, StreamExt};
+use futures::StreamExt;
 use rand::Rng;
 use tokio::runtime::Handle;
-use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 use tokio_rustls::TlsConnector;
-use tokio_util::bytes::Bytes;
+use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 
 use super::connection::{self, Frames, Welcome};
 use super::options::Target;
+use super::outbox::Outbox;
 use super::protocol::{self, millis, ClientFrame, Reply, Request, ServerFrame, WireGrant};
 use crate::clock::Clock;
 use crate::connect::ConnectOptions;
@@ -35,7 +36,7 @@ const BACKOFF_FIRST: Duration = Duration::from_millis(50);
 const BACKOFF_CAP: Duration = Duration::from_secs(2);
 
 struct Conn {
-    tx: mpsc::UnboundedSender<ClientFrame>,
+    outbox: Arc<Outbox>,
 }
 
 struct Pending {
@@ -62,6 +63,10 @@ struct Held {
 }
 
 type RenewReply = oneshot::Sender<Result<WireGrant>>;
+
+/// A request queued on a connection: where its answer will come, and the
+/// outbox that writes it.
+type Sent = (oneshot::Receiver<Result<Reply>>, Arc<Outbox>);
 
 /// What became of a request.
 enum Asked {
@@ -219,15 +224,16 @@ impl Shared {
         }
     }
 
-    /// Sends a request on the current connection, after `register` ran under
-    /// the same lock (so an answer cannot overtake it). `None`: no connection
-    /// is up (one that failed to take the frame is marked down).
+    /// Queues a request on the current connection, after `register` ran
+    /// under the same lock (so an answer cannot overtake it); the caller
+    /// then writes it out. `None`: no connection is up (one whose writes
+    /// failed is marked down).
     fn send(
         &self,
         body: Request,
         hold: Option<RequestId>,
         register: impl FnOnce(&mut State),
-    ) -> Result<Option<oneshot::Receiver<Result<Reply>>>> {
+    ) -> Result<Option<Sent>> {
         let mut st = self.lock();
         if self.closed.is_cancelled() {
             return Err(closed());
@@ -236,16 +242,18 @@ impl Shared {
         let Some(conn) = &st.conn else {
             return Ok(None);
         };
-        if conn.tx.send(ClientFrame::Request { id, body }).is_err() {
+        if conn.outbox.is_broken() {
             st.conn = None;
             self.up.send_replace(0);
             return Ok(None);
         }
+        let outbox = conn.outbox.clone();
+        outbox.queue(ClientFrame::Request { id, body });
         st.next_id += 1;
         let (tx, rx) = oneshot::channel();
         st.pending.insert(id, Pending { tx, hold });
         register(&mut st);
-        Ok(Some(rx))
+        Ok(Some((rx, outbox)))
     }
 
     /// Sends a request and waits for the server's answer, or for the
@@ -257,9 +265,10 @@ impl Shared {
         hold: Option<RequestId>,
         register: impl FnOnce(&mut State),
     ) -> Result<Asked> {
-        let Some(rx) = self.send(body, hold, register)? else {
+        let Some((rx, outbox)) = self.send(body, hold, register)? else {
             return Ok(Asked::Dropped);
         };
+        outbox.write_out().await;
         Ok(match rx.await {
             Ok(answer) => Asked::Answered(answer),
             Err(_) => Asked::Dropped,
@@ -290,9 +299,9 @@ impl Shared {
         let mut st = self.lock();
         let id = st.next_id;
         if let Some(conn) = &st.conn {
-            if conn.tx.send(ClientFrame::Request { id, body }).is_ok() {
-                st.next_id += 1;
-            }
+            conn.outbox
+                .queue_and_wake(ClientFrame::Request { id, body });
+            st.next_id += 1;
         }
     }
 
@@ -345,18 +354,13 @@ impl Shared {
         if !delivered {
             let id = st.next_id;
             if let Some(conn) = &st.conn {
-                if conn
-                    .tx
-                    .send(ClientFrame::Request {
-                        id,
-                        body: Request::Release {
-                            lease_id: w.lease_id,
-                        },
-                    })
-                    .is_ok()
-                {
-                    st.next_id += 1;
-                }
+                conn.outbox.queue_and_wake(ClientFrame::Request {
+                    id,
+                    body: Request::Release {
+                        lease_id: w.lease_id,
+                    },
+                });
+                st.next_id += 1;
             }
         }
     }
@@ -431,38 +435,27 @@ async fn run_connections(shared: Weak<Shared>, first: (Frames, Welcome)) {
 
 /// Serves one connection until it drops or the store closes.
 async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
-    let (mut sink, mut stream) = frames.split::<Bytes>();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ClientFrame>();
+    let parts = frames.into_parts();
+    let (rd, wr) = tokio::io::split(parts.io);
+    let mut stream = FramedRead::new(rd, parts.codec.clone());
+    stream.read_buffer_mut().extend_from_slice(&parts.read_buf);
+    let outbox = Arc::new(Outbox::new(FramedWrite::new(wr, parts.codec)));
     let restarted = {
         let mut st = shared.lock();
         let restarted = st.epoch.is_some_and(|e| e != welcome.epoch);
         st.epoch = Some(welcome.epoch);
         st.role = Some(welcome.role);
         st.renew_batch = protocol::max_renewals(welcome.max_frame.min(shared.options.max_frame));
-        st.conn = Some(Conn { tx });
+        st.conn = Some(Conn {
+            outbox: outbox.clone(),
+        });
         restarted
     };
     let number = *shared.up.borrow() + 1;
     shared.up.send_replace(number);
     tokio::spawn(resync(Arc::downgrade(&shared), restarted));
     let writer = async {
-        while let Some(frame) = rx.recv().await {
-            let mut batch = vec![frame];
-            while let Ok(more) = rx.try_recv() {
-                batch.push(more);
-            }
-            for frame in batch {
-                let Ok(bytes) = protocol::encode(&frame) else {
-                    return;
-                };
-                if sink.feed(Bytes::from(bytes)).await.is_err() {
-                    return;
-                }
-            }
-            if sink.flush().await.is_err() {
-                return;
-            }
-        }
+        outbox.run().await;
     };
     let reader = async {
         while let Some(Ok(bytes)) = stream.next().await {
@@ -477,6 +470,7 @@ async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
     tokio::select! {
         _ = writer => {}
         _ = reader => {}
+        _ = outbox.broken() => {}
         _ = shared.closed.cancelled() => {}
     }
     {

@@ -4,6 +4,7 @@
 mod client;
 mod connection;
 mod options;
+mod outbox;
 pub mod protocol;
 
 pub use crate::connect::ConnectOptions;
