@@ -188,10 +188,61 @@ struct GroupState {
     members: HashSet<LeaseId>,
 }
 
+/// A key's holder and line. Both are boxed, so that the map of keys keeps
+/// 16 bytes per key in its slots (which a hash map keeps about twice as
+/// many of as it holds) and a key that nobody waits for has no line at all.
 #[derive(Debug, Default)]
 struct KeyState {
-    holder: Option<HolderState>,
-    line: VecDeque<Waiter>,
+    holder: Option<Box<HolderState>>,
+    line: Line,
+}
+
+/// A key's line of waiters, first come first served; nothing while empty.
+#[derive(Debug, Default)]
+#[allow(
+    clippy::box_collection,
+    reason = "8 bytes in every key's slot instead of a VecDeque's 32: most keys have no line"
+)]
+struct Line(Option<Box<VecDeque<Waiter>>>);
+
+impl Line {
+    fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |l| l.len())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn push_back(&mut self, waiter: Waiter) {
+        self.0.get_or_insert_with(Box::default).push_back(waiter);
+    }
+
+    fn pop_front(&mut self) -> Option<Waiter> {
+        let line = self.0.as_mut()?;
+        let first = line.pop_front();
+        if line.is_empty() {
+            self.0 = None;
+        }
+        first
+    }
+
+    /// The place of `request_id` in line.
+    fn position(&self, request_id: RequestId) -> Option<usize> {
+        self.0
+            .as_ref()?
+            .iter()
+            .position(|w| w.request_id == request_id)
+    }
+
+    fn remove(&mut self, request_id: RequestId) {
+        if let Some(line) = self.0.as_mut() {
+            line.retain(|w| w.request_id != request_id);
+            if line.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -396,12 +447,12 @@ impl LeaseTable {
 
     fn holder_of(&self, id: LeaseId) -> Option<&HolderState> {
         let key = self.leases.get(&id)?;
-        self.keys.get(key)?.holder.as_ref()
+        self.keys.get(key)?.holder.as_deref()
     }
 
     fn holder_of_mut(&mut self, id: LeaseId) -> Option<&mut HolderState> {
         let key = self.leases.get(&id)?;
-        self.keys.get_mut(key)?.holder.as_mut()
+        self.keys.get_mut(key)?.holder.as_deref_mut()
     }
 
     /// Asks for a key. A request id seen before is answered as before:
@@ -416,11 +467,7 @@ impl LeaseTable {
                 return Ok(HoldAnswer::Granted(answer(self.current(h), self.now)));
             }
             Some(RequestState::Waiting(key)) => {
-                let ahead = self.keys[key]
-                    .line
-                    .iter()
-                    .position(|w| w.request_id == req.request_id)
-                    .unwrap_or(0);
+                let ahead = self.keys[key].line.position(req.request_id).unwrap_or(0);
                 return Ok(HoldAnswer::Queued { ahead });
             }
             Some(RequestState::Ended { .. }) => {
@@ -505,13 +552,13 @@ impl LeaseTable {
             self.deadlines.push(at, Timer::Revoke(lease_id));
         }
         let state = self.keys.get_mut(key).expect("granted key exists");
-        state.holder = Some(HolderState {
+        state.holder = Some(Box::new(HolderState {
             grant: grant.clone(),
             granted_at: now,
             ttl,
             armed,
             group,
-        });
+        }));
         self.leases.insert(lease_id, key.clone());
         self.requests
             .insert(request_id, RequestState::Granted(lease_id));
@@ -671,7 +718,7 @@ impl LeaseTable {
                 let key = key.clone();
                 self.requests.remove(&request_id);
                 if let Some(state) = self.keys.get_mut(&key) {
-                    state.line.retain(|w| w.request_id != request_id);
+                    state.line.remove(request_id);
                     if state.holder.is_none() && state.line.is_empty() {
                         self.keys.remove(&key);
                     }
