@@ -132,7 +132,20 @@ impl Group {
     }
 
     /// The store confirmed the group as of a request sent at `sent_at`.
+    ///
+    /// Leases whose deadline has passed are lost first, whether or not the
+    /// group's task got to it yet: the store may have expired them, and a
+    /// grant made since (into a group it made anew under the same id) says
+    /// nothing of them. Those still within their deadline were in the group
+    /// the store renewed, which had not expired then.
     pub(crate) fn confirmed(&self, sent_at: Instant) {
+        if self
+            .deadline
+            .get()
+            .is_some_and(|d| d <= self.driver.clock().now())
+        {
+            self.lose_all(LossReason::Expired);
+        }
         self.deadline
             .raise(sent_at + self.renewal.ttl - self.renewal.margin);
     }
@@ -251,5 +264,56 @@ async fn keep(group: Arc<Group>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::VirtualClock;
+    use crate::memory::{MemoryDriver, MemoryOptions};
+    use crate::table::{Grant, KeyName};
+
+    fn lease(clock: &VirtualClock, group: &Group, id: u128) -> Arc<LeaseState> {
+        let grant = Grant {
+            request_id: crate::ids::RequestId(id),
+            lease_id: LeaseId(id),
+            fence: 1,
+            expires_at: None,
+            revoke_at: None,
+            revoke_in: None,
+        };
+        let held =
+            crate::held::HeldState::new(clock.clone().into(), None, Some(group.deadline().clone()));
+        LeaseState::new(KeyName::new("l", format!("k{id}")), grant, held)
+    }
+
+    // LOCK-04: a confirmation of the group never moves the deadline of a
+    // lease past which it already was: that lease is lost, not extended.
+    #[tokio::test]
+    async fn lock_04_a_confirmation_does_not_extend_a_lease_past_its_deadline() {
+        let clock = VirtualClock::new();
+        let driver: Arc<dyn Driver> = Arc::new(MemoryDriver::new(
+            MemoryOptions::default()
+                .clock(clock.clone().into())
+                .renewal(true),
+            &Handle::current(),
+        ));
+        let renewal = Renewal {
+            ttl: Duration::from_secs(9),
+            margin: Duration::from_secs(1),
+        };
+        let group = Groups::default().get(renewal, &driver, &Handle::current());
+        group.confirmed(clock.now());
+        let old = lease(&clock, &group, 1);
+        group.join(old.clone(), None);
+        clock.jump(Duration::from_secs(8));
+        // No task ran since the jump: the group's own task has not lost it.
+        assert_eq!(old.held.reason(), None);
+        group.confirmed(clock.now());
+        assert_eq!(old.held.reason(), Some(LossReason::Expired));
+        let new = lease(&clock, &group, 2);
+        group.join(new.clone(), None);
+        assert_eq!(new.held.remaining(), Some(Duration::from_secs(8)));
     }
 }
