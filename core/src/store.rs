@@ -2,18 +2,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::runtime::Handle;
 
-use crate::driver::{Driver, HolderInfo};
+use crate::driver::{loss_channel, Driver, HolderInfo, LossReceiver, LossSender};
 use crate::duration;
 use crate::engine::{self, HoldOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Groups;
 use crate::ids::RequestId;
 use crate::lock::LockBuilder;
+use crate::loss::LossReason;
 use crate::manual::{ManualLease, MANUAL_LOCK};
 use crate::memory::{MemoryDriver, MemoryOptions};
 use crate::names;
@@ -22,14 +23,13 @@ use crate::runtime;
 use crate::slots::SlotsBuilder;
 use crate::table::{HoldRequest, KeyName};
 
-/// What runs when the store closes: a held slot records its loss.
-pub(crate) type OnClose = Arc<dyn Fn() + Send + Sync>;
-
 pub(crate) struct StoreInner {
     pub(crate) driver: Arc<dyn Driver>,
-    /// The live hooks to run at close, by id; each one's owner keeps it alive.
-    on_close: Mutex<HashMap<u64, Weak<dyn Fn() + Send + Sync>>>,
-    next_hook: AtomicU64,
+    /// The holdings the store's close ends that no driver tells of it (held
+    /// slots), by id: each hears it through its loss channel, as a held key
+    /// hears its driver.
+    closing: Mutex<HashMap<u64, LossSender>>,
+    next_closing: AtomicU64,
     /// The process that opened the store: a child after `fork()` may not use it.
     pid: u32,
     memory: Option<Arc<MemoryDriver>>,
@@ -40,21 +40,22 @@ pub(crate) struct StoreInner {
 }
 
 impl StoreInner {
-    /// Runs `hook` when the store closes, unless [`StoreInner::forget_close`]
-    /// or the hook's owner dropping it comes first.
-    pub(crate) fn on_close(&self, hook: &OnClose) -> u64 {
-        let id = self.next_hook.fetch_add(1, Ordering::Relaxed);
-        self.hooks().insert(id, Arc::downgrade(hook));
-        id
+    /// A loss channel on which the store's close says `Closed`, unless
+    /// [`StoreInner::forget_close`] with the id comes first.
+    pub(crate) fn watch_close(&self) -> (u64, LossReceiver) {
+        let id = self.next_closing.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = loss_channel();
+        self.closing().insert(id, tx);
+        (id, rx)
     }
 
-    /// Forgets the hook registered as `id`.
+    /// Forgets the channel made as `id` (its holding ended).
     pub(crate) fn forget_close(&self, id: u64) {
-        self.hooks().remove(&id);
+        self.closing().remove(&id);
     }
 
-    fn hooks(&self) -> MutexGuard<'_, HashMap<u64, Weak<dyn Fn() + Send + Sync>>> {
-        self.on_close.lock().unwrap_or_else(|p| p.into_inner())
+    fn closing(&self) -> MutexGuard<'_, HashMap<u64, LossSender>> {
+        self.closing.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
@@ -159,8 +160,8 @@ impl Store {
         Store {
             inner: Arc::new(StoreInner {
                 driver,
-                on_close: Mutex::new(HashMap::new()),
-                next_hook: AtomicU64::new(0),
+                closing: Mutex::new(HashMap::new()),
+                next_closing: AtomicU64::new(0),
                 pid: std::process::id(),
                 memory: None,
                 groups: Groups::default(),
@@ -256,9 +257,9 @@ impl Store {
         }
         self.inner.closed.store(true, Ordering::Release);
         self.inner.driver.close().await;
-        let hooks: Vec<_> = self.inner.hooks().drain().map(|(_, h)| h).collect();
-        for hook in hooks.iter().filter_map(Weak::upgrade) {
-            hook();
+        let closing: Vec<LossSender> = self.inner.closing().drain().map(|(_, tx)| tx).collect();
+        for tx in closing {
+            tx.send(LossReason::Closed);
         }
     }
 }

@@ -18,7 +18,6 @@ use crate::engine::{combine, Renewal};
 use crate::error::{Error, Result};
 use crate::held::{keep, Deadlines, HeldState, Renewed};
 use crate::loss::LossReason;
-use crate::store::OnClose;
 
 #[derive(Debug)]
 struct Shared {
@@ -118,8 +117,7 @@ pub struct SlotHolding {
     /// holding outlives its end.
     keeper: Option<tokio::task::JoinHandle<()>>,
     ended: bool,
-    /// Marks the slot lost when the store closes; registered under `close_id`.
-    _on_close: OnClose,
+    /// The id of the channel on which the store's close tells the slot lost.
     close_id: u64,
 }
 
@@ -143,11 +141,9 @@ impl SlotHolding {
             held: HeldState::new(clock, Some(deadline), None),
         });
         let done = CancellationToken::new();
-        let on_close: OnClose = {
-            let shared = shared.clone();
-            Arc::new(move || shared.held.mark_lost(LossReason::Closed))
-        };
-        let close_id = slots.store().inner().on_close(&on_close);
+        let (close_id, closed) = slots.store().inner().watch_close();
+        let record = shared.clone();
+        closed.on_loss(move |reason| record.held.mark_lost(reason));
         let held = HeldSlot { shared };
         let keeper = slots.store().inner().runtime.spawn(keep_slot(
             slots.clone(),
@@ -161,7 +157,6 @@ impl SlotHolding {
             done,
             keeper: Some(keeper),
             ended: false,
-            _on_close: on_close,
             close_id,
         }
     }
