@@ -6,7 +6,6 @@ import "C"
 import (
 	"context"
 	"runtime"
-	"sync"
 	"time"
 )
 
@@ -26,38 +25,25 @@ type Lease struct {
 }
 
 // heldLease is the C holding behind a lease given to Hold's function.
-type heldLease struct {
-	mu    sync.Mutex
-	h     C.lh_holding
-	ended bool
-	last  C.lh_lease_info
-}
+type heldLease = kept[C.lh_lease_info]
 
-// info is what the lease is like now (after the hold ended: gone).
-func (h *heldLease) info() C.lh_lease_info {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.ended {
-		var info C.lh_lease_info
-		if takeError(C.lh_holding_info(h.h, &info)) == nil {
-			h.last = info
-		}
-	}
-	return h.last
-}
-
-// end releases the lease, once. After it, the lease is gone: no time left,
-// and lost if it was lost while held.
-func (h *heldLease) end() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.ended = true
-	err := takeError(C.lh_holding_end(h.h))
-	h.last = C.lh_lease_info{has_remaining: true}
-	if lost, reason := lostAtEnd(err); lost {
-		h.last.lost, h.last.reason = true, reason
-	}
-	return err
+// newHeldLease keeps the C holding h.
+func newHeldLease(h C.lh_holding) *heldLease {
+	return &heldLease{c: keptC[C.lh_lease_info]{
+		what: "lease",
+		info: func(info *C.lh_lease_info) *C.lh_error { return C.lh_holding_info(h, info) },
+		onLost: func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
+			return C.lh_holding_on_lost(h, callback, user)
+		},
+		end: func() *C.lh_error { return C.lh_holding_end(h) },
+		// After the end, the lease is gone: no time left, and lost if it was lost while held.
+		ended: func(last *C.lh_lease_info, lost bool, reason C.lh_loss_reason) {
+			*last = C.lh_lease_info{has_remaining: true}
+			if lost {
+				last.lost, last.reason = true, reason
+			}
+		},
+	}}
 }
 
 // manualLease is the C manual lease behind a lease from TryLock or Lock.
@@ -77,7 +63,7 @@ func newManualLease(s *Store, name string, h C.lh_manual) *Lease {
 // Lost says whether a held lease was lost (LOCK-09); once true it stays
 // true. A manual lease learns of a loss only from Extend or Unlock: false.
 func (l *Lease) Lost() bool {
-	return l.held != nil && bool(l.held.info().lost)
+	return l.held != nil && bool(l.held.current().lost)
 }
 
 // LossReason says why a held lease was lost (NotLost while it is not).
@@ -85,7 +71,7 @@ func (l *Lease) LossReason() LossReason {
 	if l.held == nil {
 		return NotLost
 	}
-	return reasonOf(l.held.info().reason)
+	return reasonOf(l.held.current().reason)
 }
 
 // Remaining is the time left before a held lease's deadline (LOCK-04),
@@ -95,7 +81,7 @@ func (l *Lease) Remaining() (left time.Duration, ok bool) {
 	if l.held == nil {
 		return 0, false
 	}
-	info := l.held.info()
+	info := l.held.current()
 	return time.Duration(info.remaining_ns), bool(info.has_remaining)
 }
 

@@ -132,9 +132,6 @@ func (l *Lock) TryHold(ctx context.Context, key string, fn HeldFunc) (bool, erro
 func (l *Lock) run(ctx context.Context, key string, h C.lh_holding, fence uint64, fn HeldFunc) error {
 	// The lock, and so its store, stay alive (no finalizer closes them) until the hold ended.
 	defer runtime.KeepAlive(l)
-	lease := &Lease{Fence: fence, Name: key, held: &heldLease{h: h}}
-	watch := func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
-		return C.lh_holding_on_lost(h, callback, user)
-	}
-	return runHeld(ctx, "lease", watch, lease.held.end, func(ctx context.Context) error { return fn(ctx, lease) })
+	lease := &Lease{Fence: fence, Name: key, held: newHeldLease(h)}
+	return lease.held.run(ctx, func(ctx context.Context) error { return fn(ctx, lease) })
 }

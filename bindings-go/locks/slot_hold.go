@@ -6,7 +6,6 @@ import "C"
 import (
 	"context"
 	"runtime"
-	"sync"
 	"time"
 )
 
@@ -50,11 +49,8 @@ func (s *Slots) Hold(ctx context.Context, owner Owner, fn HeldSlotFunc, opts ...
 	if err != nil || !bool(held) {
 		return false, err
 	}
-	slot := &HeldSlot{h: h, namespace: s.name, owner: owner}
-	watch := func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
-		return C.lh_slot_holding_on_lost(h, callback, user)
-	}
-	return true, runHeld(ctx, "slot", watch, slot.end, func(ctx context.Context) error { return fn(ctx, slot) })
+	slot := newHeldSlot(h, s.name, owner)
+	return true, slot.kept.run(ctx, func(ctx context.Context) error { return fn(ctx, slot) })
 }
 
 // HeldSlot is a slot held by Slots.Hold, as its function sees it: the
@@ -63,38 +59,43 @@ func (s *Slots) Hold(ctx context.Context, owner Owner, fn HeldSlotFunc, opts ...
 // the Unix epoch on the store's clock. Safe for concurrent use; once Hold
 // returned, it tells the slot as it was at the end.
 type HeldSlot struct {
-	mu        sync.Mutex
+	kept      kept[C.lh_held_slot_info]
 	h         C.lh_slot_holding
 	namespace string
 	owner     Owner
-	ended     bool
-	last      C.lh_held_slot_info
-	lease     *SlotLease // the last lease handed out, kept while the store's lease is the same
+	lease     *SlotLease // the last lease handed out, kept while the store's lease is the same; under kept.mu
 }
 
-// refresh reads what the held slot is like now; s.mu is held.
-func (s *HeldSlot) refresh() {
-	if s.ended {
-		return
+// newHeldSlot keeps the C holding h of a slot of namespace for owner.
+func newHeldSlot(h C.lh_slot_holding, namespace string, owner Owner) *HeldSlot {
+	s := &HeldSlot{h: h, namespace: namespace, owner: owner}
+	s.kept.c = keptC[C.lh_held_slot_info]{
+		what: "slot",
+		info: func(info *C.lh_held_slot_info) *C.lh_error { return C.lh_slot_holding_info(h, info) },
+		onLost: func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
+			return C.lh_slot_holding_on_lost(h, callback, user)
+		},
+		end: func() *C.lh_error { return C.lh_slot_holding_end(h) },
+		// After the end, the slot is as it was then: no time left, and lost if it was lost while held.
+		ended: func(last *C.lh_held_slot_info, lost bool, reason C.lh_loss_reason) {
+			last.remaining_ns = 0
+			if lost {
+				last.lost, last.reason = true, reason
+			}
+		},
 	}
-	var info C.lh_held_slot_info
-	if takeError(C.lh_slot_holding_info(s.h, &info)) == nil {
-		s.last = info
-	}
+	// The lease as it was at the end stays for Lease.
+	s.kept.final = func() { s.renewedLease(&s.kept.last) }
+	return s
 }
 
 // current is the held slot's state now (after the end: at the end).
-func (s *HeldSlot) current() C.lh_held_slot_info {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refresh()
-	return s.last
-}
+func (s *HeldSlot) current() C.lh_held_slot_info { return s.kept.current() }
 
 // renewedLease makes a new *SlotLease when the store's lease changed since
-// the last one handed out; s.mu is held and s.last fresh.
-func (s *HeldSlot) renewedLease() {
-	if s.ended || (s.lease != nil && s.lease.info == s.last.lease) {
+// the last one handed out; kept.mu is held and last fresh.
+func (s *HeldSlot) renewedLease(last *C.lh_held_slot_info) {
+	if s.kept.done || (s.lease != nil && s.lease.info == last.lease) {
 		return
 	}
 	var h C.lh_slot_lease
@@ -103,31 +104,15 @@ func (s *HeldSlot) renewedLease() {
 	}
 }
 
-// end stops the renewals and releases the slot with the largest timestamp
-// issued, once. After it, the held slot is as it was at the end: lost if it
-// was lost while held, no time left.
-func (s *HeldSlot) end() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refresh()
-	s.renewedLease()
-	s.ended = true
-	err := takeError(C.lh_slot_holding_end(s.h))
-	s.last.remaining_ns = 0
-	if lost, reason := lostAtEnd(err); lost {
-		s.last.lost, s.last.reason = true, reason
-	}
-	return err
-}
-
 // Lease is the slot's lease as last renewed (its Renew and Release work as
 // for a lease from Acquire; Hold releases it at the end).
 func (s *HeldSlot) Lease() *SlotLease {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refresh()
-	s.renewedLease()
-	return s.lease
+	var lease *SlotLease
+	s.kept.locked(func(last *C.lh_held_slot_info) {
+		s.renewedLease(last)
+		lease = s.lease
+	})
+	return lease
 }
 
 // Namespace is the slot namespace's name.
@@ -155,9 +140,9 @@ func (s *HeldSlot) Ceiling() uint64 { return uint64(s.current().lease.ceiling) }
 // hands the largest one recorded to the slot's next holder as its floor
 // (SLOT-05). After Hold returned it records nothing (the slot was released).
 func (s *HeldSlot) Issued(ms uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.ended {
+	s.kept.mu.Lock()
+	defer s.kept.mu.Unlock()
+	if !s.kept.done {
 		C.lh_error_free(C.lh_slot_holding_issued(s.h, C.uint64_t(ms)))
 	}
 }

@@ -15,9 +15,9 @@
 
 pub mod cancel;
 pub mod durations;
-pub mod ending;
 pub mod errors;
 pub mod holding;
+pub mod kept;
 pub mod lock;
 pub mod manual;
 pub mod promise;

@@ -5,6 +5,7 @@
 
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { test } from 'node:test'
 
 import { codes, LeaseholdError, LostError, memory } from 'leasehold'
@@ -150,4 +151,24 @@ test('ERR-01 a Rust panic becomes an INTERNAL error', async () => {
       .hold('k', () => 'still fine'),
     'still fine',
   )
+})
+
+// ERR-03: the addon's holdings of a key and of a slot end twice the same
+// way, CLOSED (the library itself ends each once).
+test('ERR-03 a held key and a held slot ended twice fail CLOSED alike', async () => {
+  const native = createRequire(import.meta.url)('../lib/native.js')
+  const store = native.memory()
+  const lock = store.lock('twice', null, null, null, null)
+  const key = await lock.begin('k', null, null)
+  const slots = store.slots('twice', { limit: 1 })
+  const slot = await slots.begin(native.owner('o', null), null, null)
+  for (const holding of [key, slot]) {
+    assert.ok(holding !== null)
+    await holding.end()
+    await assert.rejects(
+      async () => holding.end(),
+      (e) => e.code === 'CLOSED',
+    )
+  }
+  await store.close()
 })

@@ -8,6 +8,7 @@ mod bridge;
 mod convert;
 mod errors;
 mod holding;
+mod kept;
 mod lease;
 mod lock;
 mod manual;
@@ -16,7 +17,6 @@ mod slot_holding;
 mod slots;
 mod store;
 mod testing;
-mod watched;
 
 use pyo3::prelude::*;
 

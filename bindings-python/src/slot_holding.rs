@@ -6,10 +6,9 @@ use leasehold::slots::{HeldSlot, SlotHolding};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel};
 use crate::convert;
+use crate::kept::Kept;
 use crate::slots::PySlotLease;
-use crate::watched::Watched;
 
 /// A held slot, as the block running under it sees it: its lease as last
 /// renewed, whether it was lost, and the largest timestamp issued under it.
@@ -105,18 +104,13 @@ impl PyHeldSlot {
 /// is released in the background.
 #[pyclass(module = "leasehold._native", name = "SlotHolding", frozen)]
 pub struct PySlotHolding {
-    holding: Watched<SlotHolding>,
-    held: HeldSlot,
-    /// The runtime its calls run on, for a test store.
-    runtime: Option<Handle>,
+    kept: Kept<SlotHolding>,
 }
 
 impl PySlotHolding {
     pub fn new(holding: SlotHolding, runtime: Option<Handle>) -> PySlotHolding {
         PySlotHolding {
-            held: holding.held().clone(),
-            holding: Watched::new(holding),
-            runtime,
+            kept: Kept::new(holding, runtime),
         }
     }
 }
@@ -127,23 +121,21 @@ impl PySlotHolding {
     #[getter]
     fn held(&self) -> PyHeldSlot {
         PyHeldSlot {
-            held: self.held.clone(),
+            held: self.kept.view().clone(),
         }
     }
 
     /// Calls `callback(True)` on the running event loop's thread once, if
     /// the slot is lost before the holding ends.
     fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        self.holding
-            .watch_loss(py, self.held.lost_signal(), callback)
+        self.kept.watch_loss(py, callback)
     }
 
     /// Stops renewing and releases the slot with the largest timestamp
     /// issued; the awaitable fails `LeaseLost` if the slot was lost while
-    /// held. The release runs on its own: cancelling the awaiting task does
-    /// not stop it.
+    /// held, `Closed` if the hold ended already. The release runs on its
+    /// own: cancelling the awaiting task does not stop it.
     fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let holding = self.holding.take(py)?;
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, holding.end())
+        self.kept.end(py)
     }
 }

@@ -107,8 +107,15 @@ async def test_ERR_03_misuse_raises_leasehold_errors(server: Server) -> None:
     lock = store.lock("l")
     holding = await lock._native.begin("k")
     await holding.end()
-    with pytest.raises(leasehold.InvalidArgument):
+    with pytest.raises(leasehold.Closed):
         await holding.end()
+    # A held slot ends twice the way a held key does.
+    slots = store.slots("s", limit=1)
+    slot_holding = await slots._native.begin(leasehold.Owner("o"), None)
+    assert slot_holding is not None
+    await slot_holding.end()
+    with pytest.raises(leasehold.Closed):
+        await slot_holding.end()
     manual = await store.try_acquire("m", ttl="10s")
     assert manual is not None
     await store.close()

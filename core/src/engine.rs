@@ -3,6 +3,7 @@
 //! LOCK-06), turning every end of a lease into one loss (LOCK-09), and letting
 //! it go on every exit path (LOCK-11).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use crate::clock::Instant;
 use crate::driver::{Acquire, Driver, Granted, Waiting};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Group;
-use crate::held::{keep, Deadlines, HeldState, Renewed};
+use crate::held::{keep, Deadlines, Held, HeldState, Renewed};
 use crate::ids::RequestId;
 use crate::lease::{Lease, LeaseState};
 use crate::loss::LossReason;
@@ -402,6 +403,18 @@ where
         (Ok(()), outcome) => outcome,
         (Err(lost), Ok(_)) => Err(E::from(lost)),
         (Err(lost), Err(own)) => Err(E::from(lost.with_source(own))),
+    }
+}
+
+impl Held for Holding {
+    type View = Lease;
+
+    fn view(&self) -> &Lease {
+        &self.lease
+    }
+
+    fn end(self) -> impl Future<Output = Result<()>> + Send {
+        Holding::end(self)
     }
 }
 

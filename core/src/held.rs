@@ -118,6 +118,31 @@ impl HeldState {
     }
 }
 
+/// What the held work sees of anything held, a key's [`Lease`](crate::Lease)
+/// or a slot's [`HeldSlot`](crate::slots::HeldSlot): whether and why it was
+/// lost, and the signal of its loss.
+pub trait HeldView: Clone + Send + Sync + 'static {
+    /// Why it was lost, once it was; once lost, it stays lost.
+    fn loss_reason(&self) -> Option<LossReason>;
+
+    /// Completes when it is lost.
+    fn lost_signal(&self) -> WaitForCancellationFutureOwned;
+}
+
+/// Anything held until it is ended, a key's [`Holding`](crate::Holding) or a
+/// slot's [`SlotHolding`](crate::slots::SlotHolding): what code that keeps
+/// either alike (each binding's one wrapper) needs of it.
+pub trait Held: Send + 'static {
+    /// What the held work is given.
+    type View: HeldView;
+
+    /// What the held work is given: it stays usable after the end.
+    fn view(&self) -> &Self::View;
+
+    /// Releases what is held; fails `Lost` if it was lost while held.
+    fn end(self) -> impl Future<Output = Result<()>> + Send;
+}
+
 /// The holder's deadlines, each a time at which the store has surely not
 /// yet let the holding go (LOCK-04): the ttl one moves with every renewal,
 /// the maxHold one is fixed.

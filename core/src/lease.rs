@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-use crate::held::HeldState;
+use crate::held::{HeldState, HeldView};
 use crate::ids::LeaseId;
 use crate::loss::LossReason;
 use crate::table::{Grant, KeyName};
@@ -89,5 +89,15 @@ impl Lease {
     /// when the lease has no deadline (an embedded lease without maxHold).
     pub fn remaining(&self) -> Option<Duration> {
         self.state.held.remaining()
+    }
+}
+
+impl HeldView for Lease {
+    fn loss_reason(&self) -> Option<LossReason> {
+        Lease::loss_reason(self)
+    }
+
+    fn lost_signal(&self) -> WaitForCancellationFutureOwned {
+        Lease::lost_signal(self)
     }
 }

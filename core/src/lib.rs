@@ -47,6 +47,7 @@ pub mod table;
 pub use connect::{is_etcd_url, ConnectOptions};
 pub use engine::{HoldOptions, Holding};
 pub use error::{Error, ErrorKind, Result};
+pub use held::{Held, HeldView};
 pub use ids::{GroupId, LeaseId, RequestId};
 pub use lease::Lease;
 pub use lock::{Lock, LockBuilder};

@@ -1,17 +1,17 @@
 //! A key held while the caller's code runs: its lease's state, learning of a
-//! loss as it happens (a callback or a blocking wait, `crate::watch`), and
+//! loss as it happens (a callback or a blocking wait, `crate::kept`), and
 //! ending the hold.
 
 use std::sync::Arc;
 
-use leasehold::{Holding, Lease};
+use leasehold::Holding;
 
 use crate::call::run;
 use crate::cancel::lh_cancel;
 use crate::error::{lh_error, lh_loss_reason};
 use crate::handles;
 use crate::input;
-use crate::watch::Kept;
+use crate::kept::Kept;
 
 /// A held key, from `lh_lock_begin` or `lh_lock_try_begin` until `lh_holding_end`.
 #[repr(C)]
@@ -46,12 +46,7 @@ pub type lh_lost_fn = Option<unsafe extern "C" fn(user: u64, reason: lh_loss_rea
 
 /// The object behind an `lh_holding`: the lease, and the core's holding
 /// until the hold ends.
-pub(crate) type HeldLease = Kept<Lease, Holding>;
-
-/// Keeps `holding`, whose store's work runs on `runtime`.
-pub(crate) fn keep_holding(holding: Holding, runtime: tokio::runtime::Handle) -> HeldLease {
-    Kept::new(holding.lease().clone(), holding, runtime)
-}
+pub(crate) type HeldLease = Kept<Holding>;
 
 /// What the lease is like now: fence, loss, time left.
 ///
@@ -65,7 +60,7 @@ pub unsafe extern "C" fn lh_holding_info(
     run(|| {
         input::check_out("lh_lease_info", out)?;
         let held = handles::get::<Arc<HeldLease>>(holding.id)?;
-        let lease = held.watched();
+        let lease = held.view();
         let remaining = lease.remaining();
         let info = lh_lease_info {
             fence: lease.fence(),

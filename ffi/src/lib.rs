@@ -33,12 +33,12 @@ mod error;
 mod handles;
 mod held;
 mod input;
+mod kept;
 mod lock;
 mod manual;
 mod slots;
 mod store;
 mod testing;
-mod watch;
 
 pub use cancel::{lh_cancel, lh_cancel_fire, lh_cancel_free, lh_cancel_new};
 pub use error::{

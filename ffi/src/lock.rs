@@ -10,8 +10,9 @@ use crate::call::{block_on, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles;
-use crate::held::{keep_holding, lh_holding};
+use crate::held::lh_holding;
 use crate::input;
+use crate::kept::Kept;
 use crate::store::lh_store;
 
 /// A lock: a named family of keys with its options.
@@ -141,8 +142,8 @@ pub unsafe extern "C" fn lh_lock_begin(
             cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
         };
         let holding = block_on(&lock.runtime, lock.value.begin(&key, &hold))?;
-        let kept = keep_holding(holding, lock.runtime);
-        let fence_value = kept.watched().fence();
+        let kept = Kept::new(holding, lock.runtime);
+        let fence_value = kept.view().fence();
         let id = handles::insert(Arc::new(kept));
         // SAFETY: passed on from the caller.
         unsafe { give(out, lh_holding { id }, fence, fence_value) }
@@ -174,8 +175,8 @@ pub unsafe extern "C" fn lh_lock_try_begin(
             // SAFETY: passed on from the caller.
             return unsafe { input::write("held", held, false) };
         };
-        let kept = keep_holding(holding, lock.runtime);
-        let fence_value = kept.watched().fence();
+        let kept = Kept::new(holding, lock.runtime);
+        let fence_value = kept.view().fence();
         let id = handles::insert(Arc::new(kept));
         // SAFETY: passed on from the caller.
         unsafe {

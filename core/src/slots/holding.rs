@@ -16,7 +16,7 @@ use super::{SlotLease, Slots};
 use crate::clock::Instant;
 use crate::engine::{combine, Renewal};
 use crate::error::{Error, Result};
-use crate::held::{keep, Deadlines, HeldState, Renewed};
+use crate::held::{keep, Deadlines, Held, HeldState, HeldView, Renewed};
 use crate::loss::LossReason;
 
 #[derive(Debug)]
@@ -103,6 +103,16 @@ impl HeldSlot {
     /// The time left before the holder's deadline; zero once lost.
     pub fn remaining(&self) -> Duration {
         self.shared.held.remaining().unwrap_or_default()
+    }
+}
+
+impl HeldView for HeldSlot {
+    fn loss_reason(&self) -> Option<LossReason> {
+        HeldSlot::loss_reason(self)
+    }
+
+    fn lost_signal(&self) -> WaitForCancellationFutureOwned {
+        HeldSlot::lost_signal(self)
     }
 }
 
@@ -197,6 +207,18 @@ impl SlotHolding {
         E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         combine(self.end().await, outcome)
+    }
+}
+
+impl Held for SlotHolding {
+    type View = HeldSlot;
+
+    fn view(&self) -> &HeldSlot {
+        &self.held
+    }
+
+    fn end(self) -> impl std::future::Future<Output = Result<()>> + Send {
+        SlotHolding::end(self)
     }
 }
 

@@ -1,11 +1,11 @@
 //! A slot held while the caller's code runs (the core's `SlotHolding`):
 //! renewed in the background by the core, its state, the timestamps the
-//! caller issued, learning of a loss as for a key (`crate::watch`), and
+//! caller issued, learning of a loss as for a key (`crate::kept`), and
 //! ending the hold, which releases the slot with the largest timestamp issued.
 
 use std::sync::Arc;
 
-use leasehold::slots::{HeldSlot, SlotHolding, Slots};
+use leasehold::slots::{SlotHolding, Slots};
 use leasehold::CancellationToken;
 
 use super::{lh_slot_info, lh_slot_lease, lh_slots};
@@ -15,7 +15,7 @@ use crate::error::{lh_error, lh_loss_reason};
 use crate::handles::{self, OnRuntime};
 use crate::held::lh_lost_fn;
 use crate::input;
-use crate::watch::Kept;
+use crate::kept::Kept;
 
 /// A held slot, from `lh_slots_begin` until `lh_slot_holding_end`.
 #[repr(C)]
@@ -45,7 +45,7 @@ pub struct lh_held_slot_info {
 
 /// The object behind an `lh_slot_holding`: the held slot, and the core's
 /// holding until the hold ends.
-pub(crate) type HeldSlotHolding = Kept<HeldSlot, SlotHolding>;
+pub(crate) type HeldSlotHolding = Kept<SlotHolding>;
 
 /// Acquires a slot for the owner `key` / `instance` as `lh_slots_acquire`
 /// does (SLOT-01) and holds it until `lh_slot_holding_end`: the library
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn lh_slots_begin(
             // SAFETY: passed on from the caller.
             return unsafe { input::write("held", held, false) };
         };
-        let kept = Kept::new(holding.held().clone(), holding, slots.runtime);
+        let kept = Kept::new(holding, slots.runtime);
         let id = handles::insert(Arc::new(kept));
         // SAFETY: passed on from the caller.
         unsafe {
@@ -110,7 +110,7 @@ pub unsafe extern "C" fn lh_slot_holding_info(
     run(|| {
         input::check_out("lh_held_slot_info", out)?;
         let kept = handles::get::<Arc<HeldSlotHolding>>(holding.id)?;
-        let held = kept.watched();
+        let held = kept.view();
         let info = lh_held_slot_info {
             lease: super::info(&held.lease()),
             last_issued: held.last_issued(),
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn lh_slot_holding_lease(
     run(|| {
         input::check_out("lh_slot_lease", out)?;
         let kept = handles::get::<Arc<HeldSlotHolding>>(holding.id)?;
-        let id = handles::insert(kept.watched().lease());
+        let id = handles::insert(kept.view().lease());
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_slot_lease", out, lh_slot_lease { id }) }
     })
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn lh_slot_holding_lease(
 pub extern "C" fn lh_slot_holding_issued(holding: lh_slot_holding, ms: u64) -> *mut lh_error {
     run(|| {
         handles::get::<Arc<HeldSlotHolding>>(holding.id)?
-            .watched()
+            .view()
             .issued(ms);
         Ok(())
     })

@@ -1,11 +1,11 @@
-//! What a held key (`holding`) and a held slot (`slot_holding`) share: the
+//! `Kept`: the one wrapper of anything the core holds for JS (a key's
+//! `Holding` in `holding`, a slot's `SlotHolding` in `slot_holding`): the
 //! core's holding, kept until the JS side ends it once, and the watcher
 //! that tells the JS side of its loss until then.
 
-use std::future::Future;
 use std::sync::Mutex;
 
-use leasehold::{CancellationToken, Error, ErrorKind, LossReason};
+use leasehold::{CancellationToken, Error, ErrorKind, Held, HeldView};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use tokio::runtime::Handle;
@@ -16,56 +16,53 @@ use crate::promise::{self, Eventually};
 /// Weak: it never keeps the event loop alive by itself.
 pub type LossCallback = ThreadsafeFunction<String, (), String, Status, false, true>;
 
-/// A core holding (a key's `Holding`, a slot's `SlotHolding`) until it ends.
-pub(crate) struct Ending<H> {
+/// A core holding (a key's `Holding`, a slot's `SlotHolding`) until it
+/// ends, and what its held work sees.
+pub(crate) struct Kept<H: Held> {
+    view: H::View,
     holding: Mutex<Option<H>>,
     /// Fired when the holding ends or is dropped: stops the loss watcher.
     done: CancellationToken,
     runtime: Handle,
 }
 
-impl<H: Send + 'static> Ending<H> {
+impl<H: Held> Kept<H> {
     /// Keeps `holding`, whose calls run on `runtime`.
-    pub(crate) fn new(holding: H, runtime: Handle) -> Ending<H> {
-        Ending {
+    pub(crate) fn new(holding: H, runtime: Handle) -> Kept<H> {
+        Kept {
+            view: holding.view().clone(),
             holding: Mutex::new(Some(holding)),
             done: CancellationToken::new(),
             runtime,
         }
     }
 
-    /// Calls `on_lost(reason())` once if `lost` completes before the
-    /// holding ends; `reason()` is `"unknown"` when it says none. The
-    /// callback is weak, and is let go when the holding ends.
-    pub(crate) fn watch<L, R>(&self, lost: L, reason: R, on_lost: LossCallback)
-    where
-        L: Future<Output = ()> + Send + 'static,
-        R: FnOnce() -> Option<LossReason> + Send + 'static,
-    {
+    /// What the held work sees.
+    pub(crate) fn view(&self) -> &H::View {
+        &self.view
+    }
+
+    /// Calls `on_lost(reason)` once if the holding is lost before it ends.
+    /// The callback is weak, and is let go when the holding ends.
+    pub(crate) fn watch(&self, on_lost: LossCallback) {
         let done = self.done.clone();
+        let view = self.view.clone();
+        let lost = view.lost_signal();
         self.runtime.spawn(async move {
             tokio::select! {
                 biased;
                 _ = done.cancelled() => {}
                 _ = lost => {
-                    let reason = reason().map_or("unknown", |r| r.as_str());
+                    let reason = view.loss_reason().map_or("unknown", |r| r.as_str());
                     on_lost.call(reason.to_owned(), ThreadsafeFunctionCallMode::NonBlocking);
                 }
             }
         });
     }
 
-    /// Stops the loss watcher and ends the holding with `end`; rejects
-    /// `CLOSED` if it ended already.
-    pub(crate) fn end<'env, E, F>(
-        &self,
-        env: &'env Env,
-        end: E,
-    ) -> napi::Result<Eventually<'env, ()>>
-    where
-        E: FnOnce(H) -> F + Send + 'static,
-        F: Future<Output = leasehold::Result<()>> + Send + 'static,
-    {
+    /// Stops the loss watcher and ends the holding; rejects `CLOSED` if it
+    /// ended already.
+    pub(crate) fn end<'env>(&self, env: &'env Env) -> napi::Result<Eventually<'env, ()>> {
         self.done.cancel();
         let holding = self
             .holding
@@ -74,14 +71,14 @@ impl<H: Send + 'static> Ending<H> {
             .take();
         promise::spawn(env, &self.runtime, async move {
             match holding {
-                Some(holding) => end(holding).await,
-                None => Err(Error::new(ErrorKind::Closed, "this hold has ended already")),
+                Some(holding) => holding.end().await,
+                None => Err(Error::new(ErrorKind::Closed, "the hold ended already")),
             }
         })
     }
 }
 
-impl<H> Drop for Ending<H> {
+impl<H: Held> Drop for Kept<H> {
     /// A holding the JS side dropped without ending it: the core's holding
     /// releases what it holds as it drops (LOCK-11), after the watcher stops.
     fn drop(&mut self) {

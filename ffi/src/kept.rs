@@ -1,8 +1,9 @@
-//! What the caller of a hold (of a key, or of a slot) learns of a loss: a
-//! callback as it happens, or a blocking wait, and never a callback once the
-//! hold ended; and the ending, as the exports of both kinds of hold do it.
-//! The loss itself is the core's (a lease's or a held slot's loss signal);
-//! this module only tells it.
+//! `Kept`: the one wrapper of anything the core holds for the caller (a
+//! key's `Holding`, a slot's `SlotHolding`) behind a handle: what the caller
+//! learns of a loss (a callback as it happens, or a blocking wait, and never
+//! a callback once the hold ended), and the ending, as the exports of both
+//! kinds of hold do it. The loss itself is the core's; this module only
+//! tells it.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,8 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Wake, Waker};
 use std::thread::ThreadId;
 
-use leasehold::slots::{HeldSlot, SlotHolding};
-use leasehold::{CancellationToken, Error, ErrorKind, Holding, Lease, LossReason, Result};
+use leasehold::{CancellationToken, Error, ErrorKind, Held, HeldView, Result};
 use tokio::runtime::Handle;
 
 use crate::call::{block_on, guard, not_in_runtime, or_cancelled};
@@ -21,76 +21,31 @@ use crate::handles::{self, Kind};
 use crate::held::lh_lost_fn;
 use crate::input;
 
-/// The future a loss completes.
-type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// What can be lost while held: the core's loss signal and reason.
-pub(crate) trait Loses: Clone + Send + Sync + 'static {
-    /// Completes when it is lost.
-    fn signal(&self) -> Signal;
-    /// Why it was lost, once it was.
-    fn reason(&self) -> Option<LossReason>;
-}
-
-impl Loses for Lease {
-    fn signal(&self) -> Signal {
-        Box::pin(self.lost_signal())
-    }
-
-    fn reason(&self) -> Option<LossReason> {
-        self.loss_reason()
-    }
-}
-
-impl Loses for HeldSlot {
-    fn signal(&self) -> Signal {
-        Box::pin(self.lost_signal())
-    }
-
-    fn reason(&self) -> Option<LossReason> {
-        self.loss_reason()
-    }
-}
-
-/// The core's holding of what is held, until the hold ends.
-pub(crate) trait Ends: Send + 'static {
-    /// Ends the hold (`Lost` if it was lost while held).
-    fn end(self) -> impl Future<Output = Result<()>>;
-}
-
-impl Ends for Holding {
-    fn end(self) -> impl Future<Output = Result<()>> {
-        Holding::end(self)
-    }
-}
-
-impl Ends for SlotHolding {
-    fn end(self) -> impl Future<Output = Result<()>> {
-        SlotHolding::end(self)
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The object behind a hold's handle: what is watched for a loss (`L`), and
-/// the core's holding (`H`) until the hold ends.
-pub(crate) struct Kept<L, H> {
-    watched: L,
+/// The future a loss completes.
+type Signal = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The object behind a hold's handle: what the held work sees, and the
+/// core's holding until the hold ends.
+pub(crate) struct Kept<H: Held> {
+    view: H::View,
     holding: Mutex<Option<H>>,
     /// The runtime of the store, where blocking calls run.
     runtime: Handle,
     /// Fired when the hold ends, so that a blocking wait for loss returns;
     /// made by the first such wait.
     done: Mutex<Option<CancellationToken>>,
-    watch: Mutex<Option<Arc<Watch<L>>>>,
+    watch: Mutex<Option<Arc<Watch<H::View>>>>,
 }
 
-impl<L: Loses, H> Kept<L, H> {
-    pub(crate) fn new(watched: L, holding: H, runtime: Handle) -> Kept<L, H> {
+impl<H: Held> Kept<H> {
+    /// Keeps `holding`, whose store's work runs on `runtime`.
+    pub(crate) fn new(holding: H, runtime: Handle) -> Kept<H> {
         Kept {
-            watched,
+            view: holding.view().clone(),
             holding: Mutex::new(Some(holding)),
             runtime,
             done: Mutex::new(None),
@@ -98,9 +53,9 @@ impl<L: Loses, H> Kept<L, H> {
         }
     }
 
-    /// What is watched for a loss.
-    pub(crate) fn watched(&self) -> &L {
-        &self.watched
+    /// What the held work sees.
+    pub(crate) fn view(&self) -> &H::View {
+        &self.view
     }
 
     /// The runtime of the store.
@@ -130,13 +85,13 @@ impl<L: Loses, H> Kept<L, H> {
     ) -> Result<()> {
         let watch = Arc::new(Watch {
             state: Mutex::new(WatchState {
-                signal: Some(self.watched.signal()),
+                signal: Some(Box::pin(self.view.lost_signal())),
                 firing: None,
             }),
             idle: Condvar::new(),
             callback,
             user,
-            watched: self.watched.clone(),
+            view: self.view.clone(),
         });
         {
             let mut slot = lock(&self.watch);
@@ -155,7 +110,7 @@ impl<L: Loses, H> Kept<L, H> {
     /// Blocks until lost (true) or until the hold ends (false); `cancel`
     /// gives up with `Cancelled`.
     pub(crate) fn wait_lost(&self, cancel: Option<CancellationToken>) -> Result<bool> {
-        let signal = self.watched.signal();
+        let signal = self.view.lost_signal();
         let done = self.done();
         block_on(
             &self.runtime,
@@ -190,9 +145,9 @@ impl<L: Loses, H> Kept<L, H> {
 
 /// What the exports of a hold's handle (`lh_holding_*` for a key,
 /// `lh_slot_holding_*` for a slot) do alike, given the handle's id.
-impl<L: Loses, H: Ends> Kept<L, H>
+impl<H: Held> Kept<H>
 where
-    Arc<Kept<L, H>>: Kind,
+    Arc<Kept<H>>: Kind,
 {
     /// `lh_*_on_lost`: a NULL callback fails `InvalidArgument`; else
     /// [`Kept::on_lost`] of the hold behind `id`.
@@ -228,12 +183,12 @@ where
 
 /// A caller's callback waiting for a loss: the core's loss signal, polled
 /// with a waker that calls back. No task or thread waits for it.
-struct Watch<L> {
+struct Watch<V> {
     state: Mutex<WatchState>,
     idle: Condvar,
     callback: unsafe extern "C" fn(u64, lh_loss_reason),
     user: u64,
-    watched: L,
+    view: V,
 }
 
 struct WatchState {
@@ -243,13 +198,13 @@ struct WatchState {
     firing: Option<ThreadId>,
 }
 
-impl<L: Loses> Wake for Watch<L> {
+impl<V: HeldView> Wake for Watch<V> {
     fn wake(self: Arc<Self>) {
         self.poll();
     }
 }
 
-impl<L: Loses> Watch<L> {
+impl<V: HeldView> Watch<V> {
     /// Polls the loss signal; if lost, calls the callback once.
     fn poll(self: &Arc<Self>) {
         let mut st = lock(&self.state);
@@ -267,7 +222,7 @@ impl<L: Loses> Watch<L> {
         st.signal = None;
         st.firing = Some(std::thread::current().id());
         drop(st);
-        let reason = lh_loss_reason::of(self.watched.reason());
+        let reason = lh_loss_reason::of(self.view.loss_reason());
         // SAFETY: the caller gave a callback that takes these arguments and
         // may be called from any thread until the hold's end returns.
         guard((), || unsafe { (self.callback)(self.user, reason) });

@@ -1,0 +1,137 @@
+package locks
+
+/*
+#include "leasehold.h"
+
+extern void leaseholdLost(uint64_t user, lh_loss_reason reason);
+*/
+import "C"
+
+import (
+	"context"
+	"runtime/cgo"
+	"sync"
+)
+
+// keptC is what the C library offers for one kind of hold (a key's
+// lh_holding_*, a slot's lh_slot_holding_*): reading its state I, the loss
+// callback, the end.
+type keptC[I any] struct {
+	what   string // "lease" or "slot", for the message of a loss
+	info   func(*I) *C.lh_error
+	onLost func(C.lh_lost_fn, C.uint64_t) *C.lh_error
+	end    func() *C.lh_error
+	// ended makes the state as it is after the end: no time left, lost
+	// if the end said so.
+	ended func(last *I, lost bool, reason C.lh_loss_reason)
+}
+
+// kept is the one wrapper of a C hold, of a key or of a slot: its state
+// read while held and kept as it was at the end, its loss cancelling the
+// held function's ctx, and its end, once. Safe for concurrent use.
+type kept[I any] struct {
+	mu    sync.Mutex
+	c     keptC[I]
+	done  bool
+	last  I
+	final func() // runs under mu with last fresh, just before the end
+}
+
+// fresh reads the state now (after the end: as it was then); k.mu is held.
+func (k *kept[I]) fresh() *I {
+	if !k.done {
+		var info I
+		if takeError(k.c.info(&info)) == nil {
+			k.last = info
+		}
+	}
+	return &k.last
+}
+
+// current is the state now (after the end: as it was then).
+func (k *kept[I]) current() I {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return *k.fresh()
+}
+
+// locked runs f under the lock with the state fresh.
+func (k *kept[I]) locked(f func(last *I)) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	f(k.fresh())
+}
+
+// end ends the hold, once.
+func (k *kept[I]) end() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.fresh()
+	if k.final != nil {
+		k.final()
+	}
+	k.done = true
+	err := takeError(k.c.end())
+	lost, reason := lostAtEnd(err)
+	k.c.ended(&k.last, lost, reason)
+	return err
+}
+
+// lossWatch is what the C library calls back, through a cgo.Handle, when
+// a held lease or slot is lost: it cancels the held function's ctx.
+type lossWatch struct {
+	what   string // "lease" or "slot", for the message
+	cancel context.CancelCauseFunc
+}
+
+// run runs fn while the hold lasts, and ends the hold however fn ends
+// (returns, fails or panics). fn's ctx is cancelled with cause ErrLost when
+// the hold is lost (LOCK-09), and the answer is combine(fn's error, end's)
+// (LOCK-10).
+func (k *kept[I]) run(ctx context.Context, fn func(context.Context) error) (err error) {
+	fnCtx, cancel := context.WithCancelCause(ctx)
+	handle := cgo.NewHandle(&lossWatch{what: k.c.what, cancel: cancel})
+	returned := false
+	var fnErr error
+	defer func() {
+		endErr := k.end()
+		handle.Delete()
+		cancel(nil)
+		if returned {
+			err = combine(fnErr, endErr)
+		}
+	}()
+	if err := takeError(k.c.onLost(C.lh_lost_fn(C.leaseholdLost), C.uint64_t(handle))); err != nil {
+		fnErr = err
+	} else {
+		fnErr = fn(fnCtx)
+	}
+	returned = true
+	return nil
+}
+
+// combine is what a hold answers: fn's error, unless the hold was lost,
+// then ErrLost with fn's error as its cause (LOCK-10). An end that failed
+// otherwise does not fail the hold (the lease or slot runs out at the store).
+func combine(fnErr, endErr error) error {
+	e, ok := endErr.(*Error)
+	if !ok || e.Code != CodeLost {
+		return fnErr
+	}
+	e.cause = fnErr
+	return e
+}
+
+// lostAtEnd says whether the error of a hold's end (a key's or a slot's)
+// tells a loss while held, and its reason as the C library gives it
+// (Unknown for a reason the binding does not know).
+func lostAtEnd(endErr error) (bool, C.lh_loss_reason) {
+	e, ok := endErr.(*Error)
+	if !ok || e.Code != CodeLost {
+		return false, C.LH_REASON_NONE
+	}
+	if r, ok := reasonCodes[e.Reason]; ok {
+		return true, r
+	}
+	return true, C.LH_REASON_UNKNOWN
+}
