@@ -206,6 +206,8 @@ fn keys(prefix: &str, n: usize) -> Vec<String> {
 struct Results {
     rows: Vec<Row>,
     floor_p50: Option<Duration>,
+    /// Round trips per second of the floor with 16 clients.
+    floor_per_sec_16: Option<f64>,
     /// Grant p50 with 1 client, per system.
     grant_p50: Vec<(String, Option<Duration>)>,
     /// Cycles per second with 16 clients: system, setup, value.
@@ -231,6 +233,8 @@ impl Results {
             Kind::Floor => {
                 if setup == "1 client" {
                     self.floor_p50 = m.grant.p50();
+                } else {
+                    self.floor_per_sec_16 = Some(m.per_sec());
                 }
                 let what = format!("round trip (16 B ping/pong), {setup}");
                 self.rows
@@ -762,6 +766,16 @@ fn markdown(config: &Config, res: &Results) -> String {
         let _ = writeln!(
             md,
             "| cycles/s at 16 clients, {system} ({setup}) / redis | {} | {target} | {met} |",
+            show_ratio(r)
+        );
+    }
+    if let Some(trips) = res.floor_per_sec_16 {
+        // A hold cycle is two round trips (grant, release), one after the
+        // other on each connection: at best half the floor's round trips.
+        let r = redis16.map(|redis| trips / 2.0 / redis);
+        let _ = writeln!(
+            md,
+            "| cycles/s at 16 clients, the loopback floor (16 connections, 2 round trips per cycle) / redis | {} |  | (the most 16 connections can do) |",
             show_ratio(r)
         );
     }
