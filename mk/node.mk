@@ -1,7 +1,8 @@
 # The Node binding (bindings-node/, npm package `leasehold`, crate
 # leasehold-node): docs/node.md. Included by the root Makefile.
-#   make node-test         installs the package as a user would (npm install
-#                          ./bindings-node, which builds the addon with cargo),
+#   make node-test         installs the package as a developer does, from source
+#                          (LEASEHOLD_BUILD_FROM_SOURCE=1 npm install ./bindings-node,
+#                          whose install script builds the addon with cargo),
 #                          prettier, tsc (the JS layer and a typed usage example),
 #                          node --test on the embedded and the server store
 #   make demo-holder-node  the Node holder of `make demo`
@@ -11,22 +12,24 @@ NPM ?= npm
 NODE ?= node
 NODE_DIR := bindings-node
 NODE_ADDON := $(NODE_DIR)/leasehold.node
-# A scratch project that installs the package from its folder, as a user does.
+# A scratch project that installs the package from its folder, as a developer does.
 NODE_SCRATCH := $(CARGO_TARGET_DIR)/node-install
 NPM_FLAGS := --no-audit --no-fund
+# The install script builds the addon only when asked (docs/node.md, "Install").
+FROM_SOURCE := LEASEHOLD_BUILD_FROM_SOURCE=1
 
 BINDING_TESTS += node-test
 DEMO_HOLDERS += node
 
 .PHONY: node-test node-install node-dev node-lint demo-holder-node bench-node
 
-# `npm install ./bindings-node` in a scratch project: the package's install
-# script builds the addon from source with cargo (sharing CARGO_TARGET_DIR),
-# then the installed package is loaded and holds a key (the addon is removed
+# `npm install ./bindings-node` in a scratch project, asked to build from
+# source: the package's install script builds the addon with cargo (sharing
+# CARGO_TARGET_DIR), then the installed package is loaded and holds a key (the addon is removed
 # first, so that only the install script can have made it).
 node-install:
 	rm -rf $(NODE_SCRATCH) $(NODE_ADDON) && mkdir -p $(NODE_SCRATCH)
-	cd $(NODE_SCRATCH) && $(NPM) init -y >/dev/null && $(NPM) install $(NPM_FLAGS) $(CURDIR)/$(NODE_DIR)
+	cd $(NODE_SCRATCH) && $(NPM) init -y >/dev/null && $(FROM_SOURCE) $(NPM) install $(NPM_FLAGS) $(CURDIR)/$(NODE_DIR)
 	cd $(NODE_SCRATCH) && $(NODE) -e "require('leasehold').memory().lock('smoke').hold('k', (l) => l.fence).then((f) => console.log('installed leasehold holds a key, fence', f))"
 
 # The package's own dev tools (typescript, prettier, @types/node), as locked.
@@ -42,12 +45,12 @@ node-test: etcd node-install node-lint
 
 # The addon, rebuilt when the Rust sources change (the demo needs no npm packages).
 $(NODE_ADDON): $(NODE_DIR)/Cargo.toml $(wildcard $(NODE_DIR)/src/*.rs) $(shell find core/src -name '*.rs')
-	cd $(NODE_DIR) && $(NODE) scripts/build.js >&2
+	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js >&2
 
 demo-holder-node: $(NODE_ADDON)
 	@$(NODE) $(NODE_DIR)/demo/holder.js
 
 bench-node:
 	$(CARGO) build --release -p leasehold-server -p leasehold-node --example hold_cycle
-	cd $(NODE_DIR) && $(NODE) scripts/build.js
+	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js
 	cd $(NODE_DIR) && $(NODE) bench/hold-cycle.mjs

@@ -1,9 +1,14 @@
 #!/usr/bin/env node
-// The package's install script: builds the native addon from source with
-// cargo (the Rust crate in this folder, a member of the Leasehold workspace)
-// and copies it to ./leasehold.node. Uses CARGO_TARGET_DIR when set, so the
-// build shares the workspace's target folder. LEASEHOLD_NODE_PROFILE=debug
-// builds without optimisations.
+// The package's install script. It builds the native addon from source only
+// when asked: LEASEHOLD_BUILD_FROM_SOURCE=1, or npm's --build-from-source
+// (npm_config_build_from_source). Otherwise it does nothing, and lib/native.js
+// loads the prebuilt addon of the platform package (docs/node.md, "Install").
+// The build runs cargo on the Rust crate in this folder, a member of the
+// Leasehold workspace, so it needs a checkout of the repository (the
+// published package carries no Rust sources), and copies the library to
+// ./leasehold.node. Uses CARGO_TARGET_DIR when set, so the build shares the
+// workspace's target folder. LEASEHOLD_NODE_PROFILE=debug builds without
+// optimisations.
 'use strict'
 
 const { spawnSync } = require('node:child_process')
@@ -11,6 +16,18 @@ const fs = require('node:fs')
 const path = require('node:path')
 
 const here = path.resolve(__dirname, '..')
+const asked =
+  process.env.LEASEHOLD_BUILD_FROM_SOURCE === '1' ||
+  process.env.npm_config_build_from_source === 'true'
+if (!asked) process.exit(0)
+if (!fs.existsSync(path.join(here, 'Cargo.toml'))) {
+  console.error(
+    'leasehold: building from source needs a checkout of the Leasehold repository ' +
+      '(the published package has no Rust sources): ' +
+      'LEASEHOLD_BUILD_FROM_SOURCE=1 npm install <checkout>/bindings-node',
+  )
+  process.exit(1)
+}
 const profile = process.env.LEASEHOLD_NODE_PROFILE === 'debug' ? [] : ['--release']
 const cargo = process.env.CARGO || 'cargo'
 const args = [
