@@ -1,8 +1,9 @@
 'use strict'
 // The native addon, chosen at load time: ../leasehold.node when it exists
-// (built from source by scripts/build.js), else the prebuilt addon of the
-// platform package (lib/platforms.js) that npm installed from the published
-// package's `optionalDependencies` for this platform (docs/node.md, "Install").
+// (built from source by scripts/build.js; a checkout has no other), else
+// the prebuilt addon of the platform package (lib/platforms.js) that npm
+// installed from the published package's `optionalDependencies` for this
+// platform (docs/node.md, "Install").
 
 const fs = require('node:fs')
 const path = require('node:path')
@@ -43,8 +44,14 @@ function load(what) {
 
 /** @returns {import('./addon').Native} */
 function choose() {
-  const local = path.join(__dirname, '..', 'leasehold.node')
+  const folder = path.join(__dirname, '..')
+  const local = path.join(folder, 'leasehold.node')
   if (fs.existsSync(local)) return load(local)
+  if (fs.existsSync(path.join(folder, 'Cargo.toml')))
+    throw new Error(
+      `leasehold: ${folder} is a checkout of the repository, whose addon is not built; ` +
+        `build it with LEASEHOLD_BUILD_FROM_SOURCE=1 npm install ${folder} (needs Rust)`,
+    )
   const name = platform()
   const pkg = platforms[name]
   if (pkg === undefined)
