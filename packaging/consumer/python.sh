@@ -8,8 +8,9 @@ set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${WORK_DIR:?}" "${LEASEHOLD_URL:?}"
 cd "$WORK_DIR"
 python3 -m venv venv
-venv/bin/pip install -q --disable-pip-version-check --no-index --find-links "$DIST/python" \
-  --only-binary leasehold "leasehold==$VERSION"
+# --isolated: no pip configuration or PIP_* variable adds another place to look.
+venv/bin/pip install -q --isolated --disable-pip-version-check --no-index \
+  --find-links "$DIST/python" --only-binary leasehold "leasehold==$VERSION"
 
 cat >example.py <<'PY'
 import asyncio
