@@ -41,7 +41,8 @@ cp "$CARGO_TARGET_DIR/dist/libleasehold_node.so" "$stage/$platform/$(field "$tem
 
 # The main package: packed from its folder (its "files"), then given its
 # optionalDependencies, which only a published package has (a checkout
-# builds from source, and has no platform package to lock).
+# builds from source, and has no platform package to lock), and rid of what
+# serves only the checkout: the dev tools and every script but `install`.
 (cd bindings-node && npm pack --silent --pack-destination "$stage" >/dev/null)
 tar -xzf "$stage/leasehold-$VERSION.tgz" -C "$stage/leasehold" --strip-components=1
 (cd "$stage/leasehold" &&
@@ -49,6 +50,8 @@ tar -xzf "$stage/leasehold-$VERSION.tgz" -C "$stage/leasehold" --strip-component
     const fs = require('node:fs')
     const p = JSON.parse(fs.readFileSync('package.json', 'utf8'))
     p.optionalDependencies = { '$pkg': '$VERSION' }
+    p.scripts = { install: p.scripts.install }
+    delete p.devDependencies
     fs.writeFileSync('package.json', JSON.stringify(p, null, 2) + '\n')
   " &&
   npm pack --silent --pack-destination "$out" >/dev/null)
