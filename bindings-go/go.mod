@@ -1,3 +1,3 @@
-module example.invalid/leasehold/bindings-go
+module github.com/leasehold/leasehold-go
 
 go 1.24

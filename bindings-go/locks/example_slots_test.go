@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"example.invalid/leasehold/bindings-go/locks"
+	"github.com/leasehold/leasehold-go/locks"
 )
 
 // A slot lease gives this process a node number for its ID generator; the

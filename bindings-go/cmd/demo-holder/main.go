@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"example.invalid/leasehold/bindings-go/locks"
+	"github.com/leasehold/leasehold-go/locks"
 )
 
 var keys = []string{"chat-1", "chat-2", "chat-3"}
