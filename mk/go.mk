@@ -7,7 +7,8 @@
 
 GO ?= go
 GO_DIR := bindings-go
-GO_LIB_DIR := $(GO_DIR)/lib
+# Where link_static.go's #cgo flags look, as in the published module's zip.
+GO_LIB_DIR = $(GO_DIR)/lib/$(shell $(GO) env GOOS)_$(shell $(GO) env GOARCH)
 FFI_SMOKE := $(CARGO_TARGET_DIR)/ffi-smoke/smoke
 FFI_NATIVE_LIBS := -lgcc_s -lutil -lrt -lpthread -lm -ldl
 VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \

@@ -2,8 +2,10 @@
 
 package locks
 
-// The static library built from ../ffi by `make go-lib` (docs/go.md), linked
-// from the module's own lib/ folder.
+// The static library of ../ffi in the module's lib/GOOS_GOARCH/ folder: the
+// published module's zip carries the one built for linux/amd64 (packaging/go.sh),
+// and in the repository `make go-lib` copies the debug build there (docs/go.md).
+// Other platforms fail to build with the message of link_unsupported.go.
 
-// #cgo LDFLAGS: ${SRCDIR}/../lib/libleasehold_ffi.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
+// #cgo linux,amd64 LDFLAGS: ${SRCDIR}/../lib/linux_amd64/libleasehold_ffi.a -lgcc_s -lutil -lrt -lpthread -lm -ldl
 import "C"
