@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# `make dist-go`: the Go module of bindings-go/ as a module proxy in
+# $DIST/go (GOPROXY=file://$DIST/go), version v$VERSION, its zip carrying the
+# static library for linux/amd64 where link_static.go's #cgo flags look
+# (lib/linux_amd64/libleasehold_ffi.a). The library is built once with the
+# dist profile and its debug info stripped; the zip is made from a staging
+# copy under $CARGO_TARGET_DIR by golang.org/x/mod/zip (packaging/gomodule).
+# Env: DIST, VERSION, CARGO_TARGET_DIR, CARGO and GO (default cargo, go).
+set -euo pipefail
+: "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
+CARGO=${CARGO:-cargo}
+GO=${GO:-go}
+cd "$(dirname "$0")/.."
+
+"$CARGO" build --profile dist -p leasehold-ffi
+lib="$CARGO_TARGET_DIR/dist/libleasehold_ffi.a"
+
+# The module's files as the checkout has them (not what .gitignore ignores,
+# so not the debug library of lib/), less the repository's own tools (the
+# demo's holder, the benchmark script) and the .gitignore that keeps lib/
+# out of git.
+stage="$CARGO_TARGET_DIR/go-dist/leasehold-go"
+rm -rf "$stage"
+mkdir -p "$stage"
+(cd bindings-go && git ls-files -z --cached --others --exclude-standard) |
+  tar -C bindings-go --null -T - -cf - | tar -C "$stage" -xf -
+rm -rf "$stage/cmd" "$stage/scripts" "$stage/.gitignore"
+mkdir -p "$stage/lib/linux_amd64"
+strip --strip-debug -o "$stage/lib/linux_amd64/libleasehold_ffi.a" "$lib"
+echo "go.sh: library $(du -h "$lib" | cut -f1) built, $(du -h "$stage/lib/linux_amd64/libleasehold_ffi.a" | cut -f1) without debug info"
+
+rm -rf "$DIST/go"
+mkdir -p "$DIST/go"
+(cd packaging/gomodule && "$GO" run . -dir "$stage" -version "v$VERSION" \
+  -time "$(git log -1 --format=%cI)" -out "$DIST/go")
