@@ -16,6 +16,8 @@ DIST := $(CURDIR)/dist
 DIST_PARTS := server python node go
 DIST_ENV = DIST=$(DIST) VERSION=$$(packaging/version.sh) CARGO="$(CARGO)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)
 
+BINDING_TESTS += dist-test
+
 
 .PHONY: dist dist-test $(addprefix dist-,$(DIST_PARTS))
 

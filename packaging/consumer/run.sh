@@ -21,11 +21,14 @@ trap cleanup EXIT
 reached="$WORK/reached-for-rust"
 shims="$WORK/no-rust"
 mkdir -p "$shims"
+# pip asks `rustc --version` for its User-Agent on every install: that one
+# question fails without being recorded (a build would need cargo anyway).
 for tool in cargo rustc rustup protoc; do
   cat >"$shims/$tool" <<SHIM
 #!/bin/sh
+[ "$tool \$*" = "rustc --version" ] && exit 127
 echo "dist-test: $tool \$* was run: an install reached for a Rust toolchain" >&2
-echo "$tool \$*" >>"$reached"
+echo "$tool \$* (called by: \$(ps -o args= -p \$PPID))" >>"$reached"
 exit 127
 SHIM
   chmod +x "$shims/$tool"
