@@ -1,0 +1,39 @@
+# A real PostgreSQL for the fenced-write recipe (docs/fencing.md) and
+# anything else that needs one (the chaos harness). Included by the root Makefile.
+#   make postgres       installs Debian's `postgresql` when missing, then starts
+#                       a throwaway cluster owned by the build, or finds it
+#                       running (a second `make postgres` does nothing more):
+#                         $(CARGO_TARGET_DIR)/postgres/url   the libpq URL to use,
+#                             postgres://leasehold@127.0.0.1:PORT/leasehold
+#                         $(CARGO_TARGET_DIR)/postgres/port  PORT: the last start's,
+#                             or a free one when that is taken (read it each time)
+#                         $(CARGO_TARGET_DIR)/postgres/data  the cluster (initdb)
+#                         $(CARGO_TARGET_DIR)/postgres/log   the server's log
+#                         $(CARGO_TARGET_DIR)/postgres/run   its unix socket
+#                       It listens on 127.0.0.1 only, trusts every connection
+#                       there (role `leasehold` owns database `leasehold`; the
+#                       superuser is `postgres`), runs with fsync off, and as
+#                       root runs as the OS user postgres (PG_OS_USER).
+#                       Recipes that use it read the url file; the tests read
+#                       LEASEHOLD_POSTGRES_URL, which this file exports.
+#   make postgres-stop  stops it (the data stays; `make postgres` starts it again)
+#   make fencing-test   the fenced-write helpers against it (docs/fencing.md)
+
+PG_DIR := $(CARGO_TARGET_DIR)/postgres
+PG_OS_USER ?= postgres
+PG_CLUSTER := PG_DIR=$(PG_DIR) PG_OS_USER=$(PG_OS_USER) bash tools/postgres/cluster.sh
+# The URL the tests connect to, read when a recipe runs (after `postgres` wrote it).
+export LEASEHOLD_POSTGRES_URL = $(shell cat $(PG_DIR)/url 2>/dev/null)
+
+.PHONY: postgres postgres-stop postgres-install
+
+postgres-install:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql && \
+		{ systemctl disable --now postgresql >/dev/null 2>&1 || true; }; }
+
+postgres: postgres-install
+	@$(PG_CLUSTER) start
+
+postgres-stop:
+	@$(PG_CLUSTER) stop
