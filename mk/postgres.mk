@@ -17,7 +17,10 @@
 #                       Recipes that use it read the url file; the tests read
 #                       LEASEHOLD_POSTGRES_URL, which this file exports.
 #   make postgres-stop  stops it (the data stays; `make postgres` starts it again)
-#   make fencing-test   the fenced-write helpers against it (docs/fencing.md)
+#   make fencing-test   the Rust fenced-write helper (fencing-postgres/) against
+#                       it; `make rust-test` runs it too, and python-test,
+#                       node-test and go-test run their languages' helpers'
+#                       tests, all with `postgres` as a prerequisite
 
 PG_DIR := $(CARGO_TARGET_DIR)/postgres
 PG_OS_USER ?= postgres
@@ -25,7 +28,10 @@ PG_CLUSTER := PG_DIR=$(PG_DIR) PG_OS_USER=$(PG_OS_USER) bash tools/postgres/clus
 # The URL the tests connect to, read when a recipe runs (after `postgres` wrote it).
 export LEASEHOLD_POSTGRES_URL = $(shell cat $(PG_DIR)/url 2>/dev/null)
 
-.PHONY: postgres postgres-stop postgres-install
+.PHONY: postgres postgres-stop postgres-install fencing-test
+
+# The tests that write to it start it first.
+rust-test python-test node-test go-test: postgres
 
 postgres-install:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
@@ -37,3 +43,6 @@ postgres: postgres-install
 
 postgres-stop:
 	@$(PG_CLUSTER) stop
+
+fencing-test: postgres
+	$(CARGO) test --locked -p leasehold-postgres
