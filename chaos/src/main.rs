@@ -1,0 +1,3 @@
+//! `leasehold-chaos`: the harness, a holder, and the checker.
+
+fn main() {}
