@@ -18,9 +18,10 @@
 #                       LEASEHOLD_POSTGRES_URL, which this file exports.
 #   make postgres-stop  stops it (the data stays; `make postgres` starts it again)
 #   make fencing-test   the Rust fenced-write helper (fencing-postgres/) against
-#                       it; `make rust-test` runs it too, and python-test,
-#                       node-test and go-test run their languages' helpers'
-#                       tests, all with `postgres` as a prerequisite
+#                       it; `make rust-test` runs it too, python-test and
+#                       node-test run their languages' helpers' tests
+#   make fencing-go-test  the Go helper's tests (in `make test`)
+# Every test that writes to it has `postgres` as a prerequisite.
 
 PG_DIR := $(CARGO_TARGET_DIR)/postgres
 PG_OS_USER ?= postgres
@@ -46,3 +47,11 @@ postgres-stop:
 
 fencing-test: postgres
 	$(CARGO) test --locked -p leasehold-postgres
+
+# The Go helper's tests are a module of their own (bindings-go/fencing/pgtest),
+# so that the published module needs no PostgreSQL driver; `go-test` does not reach them.
+BINDING_TESTS += fencing-go-test
+.PHONY: fencing-go-test
+fencing-go-test: postgres go-toolchain go-lib
+	cd $(GO_DIR)/fencing/pgtest && $(GO) vet ./... && \
+		GODEBUG=cgocheck=1 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO) test -race -count=1 ./...
