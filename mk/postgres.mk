@@ -32,7 +32,7 @@ export LEASEHOLD_POSTGRES_URL = $(shell cat $(PG_DIR)/url 2>/dev/null)
 .PHONY: postgres postgres-stop postgres-install fencing-test
 
 # The tests that write to it start it first.
-rust-test python-test node-test go-test: postgres
+rust-test python-test node-test: postgres
 
 postgres-install:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
