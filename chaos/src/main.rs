@@ -1,3 +1,62 @@
-//! `leasehold-chaos`: the harness, a holder, and the checker.
+//! `leasehold-chaos`: the harness (`run`), one Rust holder (`holder`, which
+//! the harness starts), and the checker of a run's histories (`check`).
 
-fn main() {}
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use leasehold_chaos::{check, harness, history, holder};
+
+#[derive(Parser)]
+#[command(
+    about = "Holders against a real store under random faults, and the checker of their histories"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the harness: a store, a fault proxy, holders, faults from a seed; then checks.
+    Run(harness::RunArgs),
+    /// Runs one Rust holder until SIGTERM (the harness starts these).
+    Holder(holder::HolderArgs),
+    /// Checks the histories (`*.jsonl`) in a directory.
+    Check {
+        /// The directory.
+        dir: PathBuf,
+    },
+}
+
+fn verdict(report: &check::Report) -> ExitCode {
+    if report.violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<ExitCode> {
+    match Cli::parse().command {
+        Command::Run(args) => {
+            let report = harness::run(args.clone()).await?;
+            print!("{report}");
+            println!(
+                "store {:?}, seed {} (replay: leasehold-chaos run --store {:?} --seed {} --seconds {} --holders {} --keys {})",
+                args.store, args.seed, args.store, args.seed, args.seconds, args.holders, args.keys
+            );
+            Ok(verdict(&report))
+        }
+        Command::Holder(args) => {
+            holder::run(args).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { dir } => {
+            let report = check::check(&history::read_dir(&dir)?, &check::Options::default());
+            print!("{report}");
+            Ok(verdict(&report))
+        }
+    }
+}

@@ -144,6 +144,7 @@ fn ending(kind: &str) -> Option<&'static str> {
         "kill_server" => "restart_server",
         "kill_member" => "restart_member",
         "kill_holder" => "restart_holder",
+        "refuse" => "refuse_end",
         _ => return None,
     })
 }
@@ -155,6 +156,7 @@ fn is_ending(kind: &str) -> bool {
         "thaw"
             | "delay_end"
             | "blackhole_end"
+            | "refuse_end"
             | "restart_server"
             | "restart_member"
             | "restart_holder"

@@ -138,8 +138,15 @@ pub fn request_ids(run: &Run, report: &mut Report) {
 /// When the store must have let `lease` go: a ttl after the last contact
 /// that kept it (its grant, its renewals, its group's renewals and grants),
 /// the chain ending at the first contact sent later than that or after the
-/// store was killed. Reports a renewal of the lease confirmed past the end.
-fn let_go_of(run: &Run, lease: &LeaseRec, report: &mut Report) -> u64 {
+/// store was killed. Reports a renewal of the lease confirmed past the end,
+/// or after the key was granted to a larger fence (`superseded`) and no
+/// grant into the lease's group came since.
+fn let_go_of(
+    run: &Run,
+    lease: &LeaseRec,
+    superseded: Option<&LeaseRec>,
+    report: &mut Report,
+) -> u64 {
     let mut contacts: Vec<(u64, u64, bool)> = lease
         .renewals
         .iter()
@@ -156,10 +163,30 @@ fn let_go_of(run: &Run, lease: &LeaseRec, report: &mut Report) -> u64 {
     contacts.sort_by_key(|c| c.0);
     let mut bound = lease.granted + lease.ttl;
     let mut last = lease.granted;
+    let mut remade = lease.granted;
     let release = lease.release.unwrap_or(u64::MAX);
     for (sent, confirmed, renewal) in contacts {
         if sent > release {
             break;
+        }
+        if let Some(next) = superseded.filter(|n| renewal && n.granted > remade && n.granted < sent)
+        {
+            violation(
+                report,
+                Rule::RenewedAfterLetGo,
+                confirmed,
+                format!(
+                    "key {}: {} renewed, sent at {sent}, confirmed at {confirmed}; the key was granted to {} at {}",
+                    lease.key,
+                    who(lease),
+                    who(next),
+                    next.granted
+                ),
+            );
+            break;
+        }
+        if !renewal {
+            remade = sent;
         }
         let killed = run.store_kills.iter().find(|&&k| k > last && k < sent);
         if sent > bound || killed.is_some() {
@@ -190,11 +217,22 @@ fn let_go_of(run: &Run, lease: &LeaseRec, report: &mut Report) -> u64 {
 /// LOCK-05, LOCK-04, LOCK-10: nothing renews, believes or succeeds past the
 /// store's letting go.
 pub fn let_go(run: &Run, report: &mut Report) {
+    let mut by_key: HashMap<&str, Vec<&LeaseRec>> = HashMap::new();
+    for lease in run.leases.values() {
+        by_key.entry(&lease.key).or_default().push(lease);
+    }
+    for list in by_key.values_mut() {
+        list.sort_by_key(|l| l.granted);
+    }
     for lease in run.leases.values() {
         if lease.ttl == 0 {
             continue;
         }
-        let bound = let_go_of(run, lease, report);
+        let superseded = by_key[lease.key.as_str()]
+            .iter()
+            .find(|n| n.granted > lease.granted && n.fence > lease.fence)
+            .copied();
+        let bound = let_go_of(run, lease, superseded, report);
         let Some(start) = lease.start else { continue };
         let end = run.belief_end(lease);
         let frozen = run.frozen_within(lease.pid, start, end);

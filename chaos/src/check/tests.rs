@@ -274,3 +274,15 @@ fn a_history_round_trips_through_its_file() {
     assert_eq!(events.len(), correct().0.len());
     assert!(check(&events, &Options::default()).violations.is_empty());
 }
+
+// LOCK-05: a renewal confirmed after the key went to a larger fence.
+#[test]
+fn a_renewal_after_the_key_went_to_another_fails() {
+    let mut h = H::default();
+    h.hold(1, 1, 10, 0, 1, 1500)
+        .hold(2, 2, 11, 500, 600, 700)
+        .renewed(900, 901, 1);
+    let report = h.check();
+    assert_eq!(report.of(Rule::RenewedAfterLetGo), 1, "{report}");
+    assert_eq!(report.of(Rule::TwoHolders), 1, "{report}");
+}

@@ -1,0 +1,352 @@
+//! The harness: a real store, a fault proxy in front of it, holder
+//! processes contending for its keys through the proxy, and a scheduler
+//! that injects faults at random from a seed; at the end it collects the
+//! histories and runs the checker.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+use crate::broken::Breakage;
+use crate::check::{self, Report};
+use crate::history::{self, Event, Kind, Recorder};
+use crate::process::{self, ServerProcess};
+use crate::proxy::Proxy;
+
+/// The store a run is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreKind {
+    /// `leasehold serve`.
+    Server,
+}
+
+/// A kind of fault the scheduler injects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Fault {
+    /// Every connection through the proxy is closed.
+    Cut,
+    /// Traffic both ways is delayed for a while.
+    Delay,
+    /// The next reply from the store is dropped with its connection.
+    Drop,
+    /// The link delivers nothing either way for a while, then breaks.
+    Blackhole,
+    /// New connections are refused for a while.
+    Refuse,
+    /// A holder process is stopped (SIGSTOP) for a while, then resumed.
+    Freeze,
+    /// A holder process is killed (SIGKILL) and started again.
+    KillHolder,
+    /// The store is killed (SIGKILL) and started again on its data dir.
+    KillServer,
+}
+
+impl Fault {
+    /// Every kind.
+    pub const ALL: [Fault; 8] = [
+        Fault::Cut,
+        Fault::Delay,
+        Fault::Drop,
+        Fault::Blackhole,
+        Fault::Refuse,
+        Fault::Freeze,
+        Fault::KillHolder,
+        Fault::KillServer,
+    ];
+}
+
+/// A run's settings.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// How long the holders contend, in seconds.
+    #[arg(long, default_value_t = 60)]
+    pub seconds: u64,
+    /// The seed of every random choice (faults, holders' keys and times).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// The store.
+    #[arg(long, value_enum, default_value_t = StoreKind::Server)]
+    pub store: StoreKind,
+    /// How many Rust holder processes.
+    #[arg(long, default_value_t = 8)]
+    pub holders: u32,
+    /// How many keys they contend for.
+    #[arg(long, default_value_t = 6)]
+    pub keys: u32,
+    /// The lock's ttl in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub ttl_ms: u64,
+    /// One hold in this many runs longer than the ttl.
+    #[arg(long, default_value_t = 200)]
+    pub long_every: u32,
+    /// The fault kinds to inject (all when not given).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub faults: Option<Vec<Fault>>,
+    /// Inject no faults at all.
+    #[arg(long)]
+    pub no_faults: bool,
+    /// The mean time between faults, in milliseconds.
+    #[arg(long, default_value_t = 300)]
+    pub fault_every_ms: u64,
+    /// Where the run's histories, register and data go (emptied first).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Breaks the store on purpose (the checker's own tests).
+    #[arg(long, value_enum)]
+    pub broken: Option<Breakage>,
+}
+
+struct Holder {
+    name: String,
+    incarnation: u32,
+    child: Child,
+}
+
+struct Rig {
+    args: RunArgs,
+    histories: PathBuf,
+    register: PathBuf,
+    recorder: Recorder,
+    server: ServerProcess,
+    proxy: Proxy,
+    holders: Vec<Holder>,
+    rng: StdRng,
+    /// Frozen holders' pids and when to thaw them.
+    frozen: HashMap<u32, Instant>,
+    /// Lasting proxy faults and when they end.
+    lasting: HashMap<Fault, Instant>,
+}
+
+fn fault(kind: &str) -> Event {
+    Event::new(Kind::Fault).reason(kind)
+}
+
+impl Rig {
+    fn spawn_holder(&self, index: u32, incarnation: u32) -> anyhow::Result<Holder> {
+        let name = format!("rust-{index}");
+        let exe = std::env::current_exe()?;
+        let mut cmd = Command::new(exe);
+        cmd.arg("holder")
+            .args(["--url", &self.proxy.url(), "--name", &name])
+            .arg("--history")
+            .arg(self.histories.join(format!("{name}.{incarnation}.jsonl")))
+            .arg("--register")
+            .arg(&self.register)
+            .args([
+                "--seed",
+                &(self.args.seed * 1000 + index as u64 * 37 + incarnation as u64).to_string(),
+            ])
+            .args(["--keys", &self.args.keys.to_string()])
+            .args(["--ttl-ms", &self.args.ttl_ms.to_string()])
+            .args(["--long-every", &self.args.long_every.to_string()])
+            .stdin(Stdio::null());
+        if let Some(b) = self.args.broken {
+            let value = clap::ValueEnum::to_possible_value(&b).expect("a named value");
+            cmd.args(["--broken", value.get_name()]);
+        }
+        Ok(Holder {
+            name,
+            incarnation,
+            child: cmd.spawn()?,
+        })
+    }
+
+    fn heal_due(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .frozen
+            .iter()
+            .filter(|(_, &t)| t <= now)
+            .map(|(&p, _)| p)
+            .collect();
+        for pid in due {
+            self.frozen.remove(&pid);
+            process::thaw(pid);
+            self.recorder.record(fault("thaw").target(pid));
+        }
+        let due: Vec<Fault> = self
+            .lasting
+            .iter()
+            .filter(|(_, &t)| t <= now)
+            .map(|(&f, _)| f)
+            .collect();
+        for f in due {
+            self.lasting.remove(&f);
+            match f {
+                Fault::Delay => {
+                    self.proxy.delay(Duration::ZERO);
+                    self.recorder.record(fault("delay_end"));
+                }
+                Fault::Blackhole => {
+                    self.proxy.blackhole(false);
+                    self.recorder.record(fault("blackhole_end"));
+                }
+                Fault::Refuse => {
+                    self.proxy.refuse(false);
+                    self.recorder.record(fault("refuse_end"));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn inject(&mut self, kind: Fault) -> anyhow::Result<()> {
+        let now = Instant::now();
+        let ttl = self.args.ttl_ms;
+        let lasting = Duration::from_millis(self.rng.gen_range(ttl / 5..ttl * 5 / 2));
+        match kind {
+            Fault::Cut => {
+                self.recorder.record(fault("cut"));
+                self.proxy.cut();
+            }
+            Fault::Drop => {
+                self.recorder.record(fault("drop"));
+                self.proxy.drop_next(|_| true);
+            }
+            Fault::Delay | Fault::Blackhole | Fault::Refuse
+                if !self.lasting.contains_key(&kind) =>
+            {
+                self.lasting.insert(kind, now + lasting);
+                match kind {
+                    Fault::Delay => {
+                        let d = Duration::from_millis(self.rng.gen_range(5..ttl / 4));
+                        self.recorder.record(fault("delay"));
+                        self.proxy.delay(d);
+                    }
+                    Fault::Blackhole => {
+                        self.recorder.record(fault("blackhole"));
+                        self.proxy.blackhole(true);
+                    }
+                    _ => {
+                        self.recorder.record(fault("refuse"));
+                        self.proxy.refuse(true);
+                    }
+                }
+            }
+            Fault::Freeze => {
+                let i = self.rng.gen_range(0..self.holders.len());
+                let pid = self.holders[i].child.id();
+                if !self.frozen.contains_key(&pid) {
+                    self.recorder.record(fault("freeze").target(pid));
+                    tokio::task::block_in_place(|| process::freeze(pid));
+                    self.frozen.insert(pid, now + lasting);
+                }
+            }
+            Fault::KillHolder => {
+                let i = self.rng.gen_range(0..self.holders.len());
+                let pid = self.holders[i].child.id();
+                self.recorder.record(fault("kill_holder").target(pid));
+                let _ = self.holders[i].child.kill();
+                let _ = self.holders[i].child.wait();
+                self.frozen.remove(&pid);
+                let incarnation = self.holders[i].incarnation + 1;
+                self.holders[i] = self.spawn_holder(i as u32, incarnation)?;
+                self.recorder.record(fault("restart_holder").target(pid));
+            }
+            Fault::KillServer => {
+                let down = Duration::from_millis(self.rng.gen_range(0..ttl / 2));
+                self.recorder.record(fault("kill_server"));
+                let server = &mut self.server;
+                tokio::task::block_in_place(|| {
+                    server.kill9();
+                    std::thread::sleep(down);
+                    server.restart()
+                })?;
+                self.recorder.record(fault("restart_server"));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Thaws, stops (SIGTERM, then SIGKILL after 10 s) and reaps every holder.
+    fn stop_holders(&mut self) {
+        self.heal_due(Instant::now() + Duration::from_secs(3600));
+        for h in &self.holders {
+            process::signal(h.child.id(), Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for h in &mut self.holders {
+            while h.child.try_wait().ok().flatten().is_none() {
+                if Instant::now() > deadline {
+                    self.recorder
+                        .record(fault("kill_holder").target(h.child.id()));
+                    let _ = h.child.kill();
+                    let _ = h.child.wait();
+                    eprintln!("holder {} did not stop in time: killed", h.name);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Prepares `out` for a run: emptied, with `histories/`, `register/` and `data/`.
+fn prepare(out: &Path) -> anyhow::Result<()> {
+    if out.exists() {
+        std::fs::remove_dir_all(out)?;
+    }
+    for sub in ["histories", "register", "data"] {
+        std::fs::create_dir_all(out.join(sub))?;
+    }
+    Ok(())
+}
+
+/// The directory a run writes to when `--out` is not given.
+pub fn default_out(args: &RunArgs) -> PathBuf {
+    let target =
+        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    target
+        .join("chaos")
+        .join(format!("{:?}-{}", args.store, args.seed).to_lowercase())
+}
+
+/// Runs the harness and checks the histories.
+pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
+    let out = args.out.clone().unwrap_or_else(|| default_out(&args));
+    prepare(&out)?;
+    let histories = out.join("histories");
+    let server = ServerProcess::start(&process::server_binary(), &out.join("data"))?;
+    let proxy = Proxy::start(server.addr).await;
+    let mut rig = Rig {
+        recorder: Recorder::create(&histories.join("harness.jsonl"), "harness")?,
+        register: out.join("register"),
+        histories,
+        server,
+        proxy,
+        holders: Vec::new(),
+        rng: StdRng::seed_from_u64(args.seed),
+        frozen: HashMap::new(),
+        lasting: HashMap::new(),
+        args: args.clone(),
+    };
+    for i in 0..args.holders {
+        let holder = rig.spawn_holder(i, 0)?;
+        rig.holders.push(holder);
+    }
+    let kinds: Vec<Fault> = match (&args.faults, args.no_faults) {
+        (_, true) => Vec::new(),
+        (Some(kinds), _) => kinds.clone(),
+        (None, _) => Fault::ALL.to_vec(),
+    };
+    let end = Instant::now() + Duration::from_secs(args.seconds);
+    while Instant::now() < end {
+        let pause = rig.rng.gen_range(0..args.fault_every_ms * 2);
+        tokio::time::sleep(Duration::from_millis(pause)).await;
+        rig.heal_due(Instant::now());
+        if let Some(&kind) = kinds.choose(&mut rig.rng) {
+            rig.inject(kind)?;
+        }
+    }
+    tokio::task::block_in_place(|| rig.stop_holders());
+    let histories = rig.histories.clone();
+    drop(rig);
+    let events = history::read_dir(&histories)?;
+    Ok(check::check(&events, &check::Options::default()))
+}
