@@ -43,9 +43,10 @@ async fn main() -> anyhow::Result<ExitCode> {
         Command::Run(args) => {
             let report = harness::run(args.clone()).await?;
             print!("{report}");
+            let store = format!("{:?}", args.store).to_lowercase();
             println!(
-                "store {:?}, seed {} (replay: leasehold-chaos run --store {:?} --seed {} --seconds {} --holders {} --keys {})",
-                args.store, args.seed, args.store, args.seed, args.seconds, args.holders, args.keys
+                "store {store}, seed {} (replay: leasehold-chaos run --store {store} --seed {} --seconds {} --holders {} --keys {} --fault-every-ms {})",
+                args.seed, args.seed, args.seconds, args.holders, args.keys, args.fault_every_ms
             );
             Ok(verdict(&report))
         }
