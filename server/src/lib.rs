@@ -48,6 +48,48 @@ use slot_journal::FileSlotJournal;
 /// How long shutting down waits for connections to say goodbye and close.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
+/// The server's handling of client connections without its listener: each
+/// [`Connections::serve`] runs, over any byte stream and in-process, the
+/// handler an accepted TCP connection gets (the fuzz target `connection`,
+/// `docs/fuzzing.md`, drives it over an in-memory duplex stream).
+/// Dropping it says goodbye (`Unavailable`) to the connections still served.
+pub struct Connections {
+    shared: Arc<Shared>,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl Connections {
+    /// Connections to `driver` (a store in renewal mode, as the server's),
+    /// authenticated with `tokens` when given, within `limits`.
+    pub fn new(driver: Arc<MemoryDriver>, tokens: Option<Tokens>, limits: Limits) -> Connections {
+        let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+        let metrics = Arc::new(metrics::Metrics::new());
+        Connections {
+            shared: Arc::new(Shared::new(driver, tokens, limits, metrics)),
+            slots,
+        }
+    }
+
+    /// Serves one connection over `io` until it ends, once one of
+    /// `max_connections` places is free.
+    pub async fn serve<S>(&self, io: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+    {
+        let Ok(permit) = self.slots.clone().acquire_owned().await else {
+            return;
+        };
+        let peer = SocketAddr::from(([0, 0, 0, 0], 0));
+        connection::serve(self.shared.clone(), io, peer, permit).await;
+    }
+}
+
+impl Drop for Connections {
+    fn drop(&mut self) {
+        self.shared.shutdown.cancel();
+    }
+}
+
 /// A running server. Dropping it without [`Server::shutdown`] stops it too,
 /// without waiting.
 pub struct Server {
