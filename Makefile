@@ -7,7 +7,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 COVERAGE := ../shared/tools/contract-coverage
 
-.PHONY: all demo demo-embedded fuzz test lint fmt-check clippy rust-test coverage bench bench-embedded bench-compare toolchain
+.PHONY: all demo demo-embedded test lint fmt-check clippy rust-test coverage bench bench-embedded bench-compare toolchain
 
 all: test
 
@@ -48,11 +48,6 @@ rust-test: etcd
 
 coverage:
 	@if [ -x $(COVERAGE) ]; then $(COVERAGE) | tail -n 4; else echo "no $(COVERAGE): coverage not checked"; fi
-
-# The frame decoder's fuzz test, longer than in `make test` (FUZZ_CASES inputs).
-FUZZ_CASES ?= 5000000
-fuzz:
-	LEASEHOLD_FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --release -p leasehold-server --test decoder_fuzz -- --nocapture
 
 bench: bench-embedded bench-compare
 

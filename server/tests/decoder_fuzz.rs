@@ -1,7 +1,8 @@
 //! ERR-02: the decoder of client frames, fed random and mutated byte strings
-//! (100,000 in `make test`; `LEASEHOLD_FUZZ_CASES` sets how many, as
-//! `make fuzz` does), never panics; whatever it accepts is a frame that
-//! round-trips.
+//! (100,000 in `make test`; `LEASEHOLD_FUZZ_CASES` sets how many), never
+//! panics; whatever it accepts is a frame that round-trips. A quick check on
+//! the stable toolchain; the coverage-guided fuzz target `frame_decoder`
+//! (`make fuzz`, docs/fuzzing.md) goes further.
 
 use leasehold::remote::protocol::{self, ClientFrame, Request, VERSION};
 use proptest::prelude::*;

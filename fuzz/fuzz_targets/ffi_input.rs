@@ -1,0 +1,247 @@
+//! The C ABI's parsing of what a caller passes: durations, store URLs and
+//! names, through the exported `lh_*` functions with arbitrary bytes.
+//!
+//! The input is up to six parts separated by `0xff` (a byte that is never
+//! UTF-8, so no part needs escaping): a duration string, a store URL, a
+//! lock name, a key, a manual lease name, and the options' numbers (a flags
+//! byte, then little-endian i64s: ttl, maxHold, wait, margin, lease ttl).
+//!
+//! Asserts: nothing panics (no `LH_INTERNAL`); every failure has the code
+//! its input calls for (`LH_INVALID_ARGUMENT` for bytes that are not UTF-8
+//! or a bad URL, `LH_INVALID_TTL` for durations, `LH_EMPTY_NAME` or
+//! `LH_INVALID_ARGUMENT` for names); a parsed duration is the core's parse
+//! of the same text; a name the core refuses is never accepted.
+//! A URL that parses is not connected to (it would reach the network): its
+//! parse is checked with the core's parsers that `lh_store_connect` calls
+//! before it opens a connection.
+#![no_main]
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use leasehold::etcd::EtcdTarget;
+use leasehold::remote::Target;
+use leasehold::{duration, names};
+use leasehold_ffi::{
+    lh_cancel, lh_code, lh_duration_parse, lh_error, lh_error_code, lh_error_free, lh_holding,
+    lh_holding_end, lh_lock, lh_lock_free, lh_lock_open, lh_lock_options, lh_lock_try_begin,
+    lh_manual, lh_manual_free, lh_manual_release, lh_store, lh_store_connect, lh_store_memory,
+    lh_store_try_acquire,
+};
+use libfuzzer_sys::fuzz_target;
+
+/// One embedded store for every input (opening one per input would
+/// measure the runtime's start, not the parsing).
+fn store() -> lh_store {
+    static STORE: OnceLock<lh_store> = OnceLock::new();
+    *STORE.get_or_init(|| {
+        let mut store = lh_store::default();
+        // SAFETY: `store` is valid for a write.
+        let err = unsafe { lh_store_memory(&mut store) };
+        assert!(err.is_null(), "lh_store_memory failed");
+        store
+    })
+}
+
+/// The code of an error object, which is freed; `LH_OK` for NULL.
+fn code(err: *mut lh_error) -> lh_code {
+    let code = lh_error_code(err);
+    lh_error_free(err);
+    assert_ne!(code, lh_code::LH_INTERNAL, "an export failed LH_INTERNAL");
+    code
+}
+
+/// The i64 at `n` of the numbers part, zero where the input runs out.
+fn number(bytes: &[u8], n: usize) -> i64 {
+    let mut le = [0u8; 8];
+    for (i, b) in bytes.iter().skip(1 + 8 * n).take(8).enumerate() {
+        le[i] = *b;
+    }
+    i64::from_le_bytes(le)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut parts = data.splitn(6, |b| *b == 0xff);
+    let mut next = || parts.next().unwrap_or(&[]);
+    let (text, url, lock_name, key, lease_name, numbers) =
+        (next(), next(), next(), next(), next(), next());
+    check_duration(text);
+    check_url(url);
+    let flags = numbers.first().copied().unwrap_or(0);
+    let options = lh_lock_options {
+        has_ttl: flags & 1 != 0,
+        ttl_ns: number(numbers, 0),
+        has_max_hold: flags & 2 != 0,
+        max_hold_ns: number(numbers, 1),
+        has_wait: flags & 4 != 0,
+        wait_ns: number(numbers, 2),
+        has_margin: flags & 8 != 0,
+        margin_ns: number(numbers, 3),
+    };
+    check_lock(lock_name, key, &options);
+    check_manual(lease_name, number(numbers, 4));
+});
+
+/// `lh_duration_parse`: the core's parse, in nanoseconds, or `LH_INVALID_TTL`.
+fn check_duration(bytes: &[u8]) {
+    let mut ns = -1i64;
+    // SAFETY: `bytes` is readable for its length; `ns` valid for a write.
+    let c = code(unsafe { lh_duration_parse(bytes.as_ptr(), bytes.len(), &mut ns) });
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        assert_eq!(c, lh_code::LH_INVALID_ARGUMENT);
+        return;
+    };
+    match duration::parse(text) {
+        Ok(d) if d.as_nanos() <= i64::MAX as u128 => {
+            assert_eq!(c, lh_code::LH_OK, "{text:?} parses in the core");
+            assert_eq!(Duration::from_nanos(ns as u64), d, "{text:?}");
+        }
+        _ => assert_eq!(c, lh_code::LH_INVALID_TTL, "{text:?}"),
+    }
+}
+
+/// Store URLs: a URL the core's parser refuses fails `lh_store_connect`
+/// with `LH_INVALID_ARGUMENT` without a connection; one it takes is well formed.
+fn check_url(bytes: &[u8]) {
+    let refused = match std::str::from_utf8(bytes) {
+        Err(_) => true,
+        Ok(url) if leasehold::is_etcd_url(url) => match EtcdTarget::parse(url) {
+            Ok(t) => {
+                assert!(!t.endpoints.is_empty(), "{url:?}: no endpoints");
+                assert!(
+                    t.prefix.len() >= 2 && t.prefix.starts_with('/') && t.prefix.ends_with('/'),
+                    "{url:?}: prefix {:?}",
+                    t.prefix
+                );
+                false
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), leasehold::ErrorKind::InvalidArgument, "{url:?}");
+                true
+            }
+        },
+        Ok(url) => match Target::parse(url) {
+            Ok(t) => {
+                assert!(!t.host.is_empty() || url.contains("[]"), "{url:?}: no host");
+                false
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), leasehold::ErrorKind::InvalidArgument, "{url:?}");
+                true
+            }
+        },
+    };
+    if refused {
+        let mut out = lh_store::default();
+        // SAFETY: `bytes` is readable for its length; NULL options are
+        // every default; `out` is valid for a write.
+        let c = code(unsafe {
+            lh_store_connect(
+                bytes.as_ptr(),
+                bytes.len(),
+                std::ptr::null(),
+                lh_cancel::default(),
+                &mut out,
+            )
+        });
+        assert_eq!(
+            c,
+            lh_code::LH_INVALID_ARGUMENT,
+            "{:?}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
+}
+
+/// Whether the core takes `bytes` as a name.
+fn valid_name(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|s| names::check("name", s).is_ok())
+}
+
+/// The codes a name or duration of an option may fail with.
+fn is_input_code(c: lh_code) -> bool {
+    matches!(
+        c,
+        lh_code::LH_INVALID_ARGUMENT | lh_code::LH_EMPTY_NAME | lh_code::LH_INVALID_TTL
+    )
+}
+
+/// `lh_lock_open` with a name and options, then `lh_lock_try_begin` of a key.
+fn check_lock(name: &[u8], key: &[u8], options: &lh_lock_options) {
+    let mut lock = lh_lock::default();
+    // SAFETY: `name` is readable for its length, `options` readable,
+    // `lock` valid for a write.
+    let c = code(unsafe { lh_lock_open(store(), name.as_ptr(), name.len(), options, &mut lock) });
+    if c != lh_code::LH_OK {
+        assert!(is_input_code(c), "lh_lock_open failed {c:?}");
+        return;
+    }
+    assert!(valid_name(name), "lh_lock_open took the name {name:?}");
+    let mut holding = lh_holding::default();
+    let mut held = false;
+    let mut fence = 0u64;
+    // SAFETY: `key` is readable for its length; the out-pointers are valid for a write.
+    let c = code(unsafe {
+        lh_lock_try_begin(
+            lock,
+            key.as_ptr(),
+            key.len(),
+            &mut holding,
+            &mut held,
+            &mut fence,
+        )
+    });
+    if c == lh_code::LH_OK {
+        assert!(valid_name(key), "lh_lock_try_begin took the key {key:?}");
+        assert!(held, "a key nobody holds was not held");
+        assert!(fence > 0, "fence {fence}");
+        assert_eq!(code(lh_holding_end(holding)), lh_code::LH_OK);
+    } else {
+        assert!(
+            matches!(c, lh_code::LH_INVALID_ARGUMENT | lh_code::LH_EMPTY_NAME),
+            "lh_lock_try_begin failed {c:?}"
+        );
+        assert!(
+            !valid_name(key),
+            "lh_lock_try_begin refused the key {key:?}"
+        );
+    }
+    assert_eq!(code(lh_lock_free(lock)), lh_code::LH_OK);
+}
+
+/// `lh_store_try_acquire` of a manual lease by name with a ttl.
+fn check_manual(name: &[u8], ttl_ns: i64) {
+    let mut lease = lh_manual::default();
+    let mut held = false;
+    // SAFETY: `name` is readable for its length; the out-pointers are valid for a write.
+    let c = code(unsafe {
+        lh_store_try_acquire(
+            store(),
+            name.as_ptr(),
+            name.len(),
+            ttl_ns,
+            lh_cancel::default(),
+            &mut lease,
+            &mut held,
+        )
+    });
+    if c != lh_code::LH_OK {
+        assert!(is_input_code(c), "lh_store_try_acquire failed {c:?}");
+        return;
+    }
+    assert!(
+        valid_name(name),
+        "lh_store_try_acquire took the name {name:?}"
+    );
+    let ttl = Duration::from_nanos(ttl_ns as u64);
+    assert!(
+        duration::check_ttl("ttl", ttl).is_ok(),
+        "lh_store_try_acquire took the ttl {ttl:?}"
+    );
+    assert!(held, "a lease nobody holds was not taken");
+    assert_eq!(
+        code(lh_manual_release(lease, lh_cancel::default())),
+        lh_code::LH_OK
+    );
+    assert_eq!(code(lh_manual_free(lease)), lh_code::LH_OK);
+}
