@@ -255,8 +255,8 @@ impl Rig {
                 tokio::task::block_in_place(|| {
                     server.kill9();
                     std::thread::sleep(down);
-                    server.restart()
-                })?;
+                    server.restart();
+                });
                 self.recorder.record(fault("restart_server"));
             }
             _ => {}
@@ -312,7 +312,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
     let out = args.out.clone().unwrap_or_else(|| default_out(&args));
     prepare(&out)?;
     let histories = out.join("histories");
-    let server = ServerProcess::start(&process::server_binary(), &out.join("data"))?;
+    let server = ServerProcess::start_from(&process::server_binary(), &out.join("data"), &[])?;
     let proxy = Proxy::start(server.addr).await;
     let mut rig = Rig {
         recorder: Recorder::create(&histories.join("harness.jsonl"), "harness")?,

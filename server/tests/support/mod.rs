@@ -1,11 +1,12 @@
 //! What the client-side tests of the server store share: the real server
-//! process, a fault-injecting proxy and a real etcd member. Each test file
-//! uses a part of it.
-#![allow(dead_code)]
+//! process and the fault-injecting proxy (both the chaos harness's,
+//! `leasehold_chaos`), and a real etcd member. Each test file uses a part of it.
+#![allow(dead_code, unused_imports)]
 
 pub mod etcd;
-pub mod proxy;
 pub mod server;
+
+pub use leasehold_chaos::proxy;
 
 use std::time::Duration;
 
