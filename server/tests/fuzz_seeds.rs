@@ -142,7 +142,7 @@ fn connection(seeds: &mut BTreeMap<String, Vec<u8>>) {
         ),
         request(4, Request::List { lock: None }),
     ];
-    seeds.insert("line".into(), session(0, &[line.clone()]));
+    seeds.insert("line".into(), session(0, std::slice::from_ref(&line)));
     // The waiting request is claimed again from the next connection.
     let again = vec![hello(None), request(1, hold(2, "k", true, None))];
     seeds.insert("reconnect".into(), session(0, &[line, again]));
@@ -193,7 +193,9 @@ fn ffi_input(seeds: &mut BTreeMap<String, Vec<u8>>) {
         out
     };
     const S: i64 = 1_000_000_000;
-    let cases: [(&str, [&[u8]; 5], Vec<u8>); 5] = [
+    // A seed's name, its five text parts and its numbers.
+    type Case = (&'static str, [&'static [u8]; 5], Vec<u8>);
+    let cases: [Case; 5] = [
         (
             "server-url",
             [
