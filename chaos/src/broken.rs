@@ -6,13 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use leasehold::clock::Clock;
 use leasehold::driver::{
-    loss_channel, Acquire, Capabilities, Driver, GiveUp, Grant, Granted, HoldRequest, HolderInfo,
-    LossSender,
+    loss_channel, Acquire, Driver, GiveUp, Grant, Granted, HoldRequest, LossSender,
 };
-use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
 use leasehold::{GroupId, LeaseId, RequestId, Result};
 
 /// How the store is broken.
@@ -67,15 +63,8 @@ impl BrokenDriver {
     }
 }
 
-#[async_trait]
-impl Driver for BrokenDriver {
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
+wrapper_driver!(BrokenDriver {
 
-    fn clock(&self) -> &Clock {
-        self.inner.clock()
-    }
 
     async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
         let request_id = request.request_id;
@@ -141,23 +130,8 @@ impl Driver for BrokenDriver {
         self.inner.give_up(request).await
     }
 
-    async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
-        self.inner.holders(lock).await
-    }
 
-    async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
-        self.inner.slot_acquire(request).await
-    }
 
-    async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>> {
-        self.inner.slot_renew(lease, ttl).await
-    }
 
-    async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool> {
-        self.inner.slot_release(lease, last_issued).await
-    }
 
-    async fn close(&self) {
-        self.inner.close().await
-    }
-}
+});

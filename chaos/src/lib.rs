@@ -9,6 +9,9 @@
 //!   recorded by [`recording`], its writes through the fenced [`register`].
 //! - [`broken`]: stores broken on purpose, for the checker's own tests.
 
+#[macro_use]
+mod wrapper;
+
 pub mod broken;
 pub mod check;
 pub mod clock;

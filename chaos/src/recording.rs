@@ -6,10 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use leasehold::clock::Clock;
-use leasehold::driver::{Acquire, Capabilities, Driver, GiveUp, Grant, HoldRequest, HolderInfo};
-use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
+use leasehold::driver::{Acquire, Driver, GiveUp, Grant, HoldRequest};
 use leasehold::{GroupId, LeaseId, RequestId, Result};
 use tokio::sync::oneshot;
 
@@ -53,15 +50,8 @@ impl Asked {
     }
 }
 
-#[async_trait]
-impl Driver for RecordingDriver {
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
+wrapper_driver!(RecordingDriver {
 
-    fn clock(&self) -> &Clock {
-        self.inner.clock()
-    }
 
     async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
         let asked = Asked {
@@ -144,23 +134,8 @@ impl Driver for RecordingDriver {
         self.inner.give_up(request).await
     }
 
-    async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
-        self.inner.holders(lock).await
-    }
 
-    async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
-        self.inner.slot_acquire(request).await
-    }
 
-    async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>> {
-        self.inner.slot_renew(lease, ttl).await
-    }
 
-    async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool> {
-        self.inner.slot_release(lease, last_issued).await
-    }
 
-    async fn close(&self) {
-        self.inner.close().await
-    }
-}
+});
