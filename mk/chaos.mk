@@ -3,7 +3,8 @@
 # scheduler injects faults at random from a seed; then the checker of their
 # histories (docs/chaos.md). Included by the root Makefile.
 #   make chaos        CHAOS_STORE=server (the only store so far),
-#                     CHAOS_SECONDS=300, CHAOS_SEED=1, CHAOS_ARGS=… (more
+#                     CHAOS_SECONDS=300, CHAOS_SEED=1, CHAOS_PYTHON_HOLDERS=2
+#                     (Python holders beside the Rust ones), CHAOS_ARGS=… (more
 #                     `leasehold-chaos run` flags: --holders, --keys, --faults,
 #                     --fault-every-ms, …); release builds; the histories stay in
 #                     $(CARGO_TARGET_DIR)/chaos/STORE-SEED/histories
@@ -14,6 +15,7 @@
 CHAOS_STORE ?= server
 CHAOS_SECONDS ?= 300
 CHAOS_SEED ?= 1
+CHAOS_PYTHON_HOLDERS ?= 2
 CHAOS_ARGS ?=
 CHAOS_SMOKE_SEED := 13
 
@@ -21,12 +23,13 @@ BINDING_TESTS += chaos-smoke
 
 .PHONY: chaos chaos-smoke
 
-chaos:
+chaos: python-install
 	$(CARGO) build --release --locked -p leasehold-server -p leasehold-chaos
 	$(CARGO_TARGET_DIR)/release/leasehold-chaos run --store $(CHAOS_STORE) \
-		--seconds $(CHAOS_SECONDS) --seed $(CHAOS_SEED) $(CHAOS_ARGS)
+		--seconds $(CHAOS_SECONDS) --seed $(CHAOS_SEED) \
+		--python-holders $(CHAOS_PYTHON_HOLDERS) --python $(PY) $(CHAOS_ARGS)
 
-chaos-smoke:
+chaos-smoke: python-install
 	$(CARGO) build --locked -p leasehold-server -p leasehold-chaos
 	$(CARGO_TARGET_DIR)/debug/leasehold-chaos run --store server --seconds 50 \
-		--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000
+		--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000 --python-holders 2 --python $(PY)

@@ -76,6 +76,12 @@ pub struct RunArgs {
     /// How many Rust holder processes.
     #[arg(long, default_value_t = 8)]
     pub holders: u32,
+    /// How many Python holder processes (`chaos/holders/holder.py`) besides.
+    #[arg(long, default_value_t = 0)]
+    pub python_holders: u32,
+    /// The Python that runs them, with the binding installed.
+    #[arg(long, env = "CHAOS_PYTHON", default_value = "python3")]
+    pub python: PathBuf,
     /// How many keys they contend for.
     #[arg(long, default_value_t = 6)]
     pub keys: u32,
@@ -128,12 +134,24 @@ fn fault(kind: &str) -> Event {
 }
 
 impl Rig {
+    /// Starts holder `index` (the Rust ones first, then the Python ones).
     fn spawn_holder(&self, index: u32, incarnation: u32) -> anyhow::Result<Holder> {
-        let name = format!("rust-{index}");
-        let exe = std::env::current_exe()?;
-        let mut cmd = Command::new(exe);
-        cmd.arg("holder")
-            .args(["--url", &self.proxy.url(), "--name", &name])
+        let python = index >= self.args.holders;
+        let (name, mut cmd) = if python {
+            let mut cmd = Command::new(&self.args.python);
+            cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/holder.py"));
+            (format!("python-{}", index - self.args.holders), cmd)
+        } else {
+            let mut cmd = Command::new(std::env::current_exe()?);
+            cmd.arg("holder")
+                .args(["--long-every", &self.args.long_every.to_string()]);
+            if let Some(b) = self.args.broken {
+                let value = clap::ValueEnum::to_possible_value(&b).expect("a named value");
+                cmd.args(["--broken", value.get_name()]);
+            }
+            (format!("rust-{index}"), cmd)
+        };
+        cmd.args(["--url", &self.proxy.url(), "--name", &name])
             .arg("--history")
             .arg(self.histories.join(format!("{name}.{incarnation}.jsonl")))
             .arg("--register")
@@ -144,12 +162,7 @@ impl Rig {
             ])
             .args(["--keys", &self.args.keys.to_string()])
             .args(["--ttl-ms", &self.args.ttl_ms.to_string()])
-            .args(["--long-every", &self.args.long_every.to_string()])
             .stdin(Stdio::null());
-        if let Some(b) = self.args.broken {
-            let value = clap::ValueEnum::to_possible_value(&b).expect("a named value");
-            cmd.args(["--broken", value.get_name()]);
-        }
         Ok(Holder {
             name,
             incarnation,
@@ -326,7 +339,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         lasting: HashMap::new(),
         args: args.clone(),
     };
-    for i in 0..args.holders {
+    for i in 0..args.holders + args.python_holders {
         let holder = rig.spawn_holder(i, 0)?;
         rig.holders.push(holder);
     }
