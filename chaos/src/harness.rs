@@ -4,6 +4,7 @@
 //! histories and runs the checker.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,12 +19,42 @@ use crate::check::{self, Report};
 use crate::history::{self, Event, Kind, Recorder};
 use crate::process::{self, ServerProcess};
 use crate::proxy::Proxy;
+use etcd_tests::{Cluster, Etcd};
 
 /// The store a run is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum StoreKind {
     /// `leasehold serve`.
     Server,
+    /// A 3-member etcd cluster (`$LEASEHOLD_ETCD`, which `make etcd` builds).
+    Etcd,
+}
+
+/// The store of a run and the proxies in front of it.
+enum Backend {
+    Server(ServerProcess),
+    Etcd(Cluster),
+}
+
+impl Backend {
+    async fn start(kind: StoreKind, data: &Path) -> anyhow::Result<(Backend, Vec<Proxy>)> {
+        Ok(match kind {
+            StoreKind::Server => {
+                let server = ServerProcess::start_from(&process::server_binary(), data, &[])?;
+                let proxy = Proxy::start(server.addr).await;
+                (Backend::Server(server), vec![proxy])
+            }
+            StoreKind::Etcd => {
+                let cluster = Cluster::start(Etcd::Current, 3).await;
+                let mut proxies = Vec::new();
+                for m in &cluster.members {
+                    let addr = SocketAddr::from(([127, 0, 0, 1], m.client_port));
+                    proxies.push(Proxy::start_raw(addr).await);
+                }
+                (Backend::Etcd(cluster), proxies)
+            }
+        })
+    }
 }
 
 /// A kind of fault the scheduler injects.
@@ -85,9 +116,10 @@ pub struct RunArgs {
     /// How many keys they contend for.
     #[arg(long, default_value_t = 6)]
     pub keys: u32,
-    /// The lock's ttl in milliseconds.
-    #[arg(long, default_value_t = 1000)]
-    pub ttl_ms: u64,
+    /// The lock's ttl in milliseconds (default: 1000 on the server store,
+    /// 2000 on etcd, whose leases a leader election may outlast).
+    #[arg(long)]
+    pub ttl_ms: Option<u64>,
     /// One hold in this many runs longer than the ttl.
     #[arg(long, default_value_t = 200)]
     pub long_every: u32,
@@ -119,14 +151,17 @@ struct Rig {
     histories: PathBuf,
     register: PathBuf,
     recorder: Recorder,
-    server: ServerProcess,
-    proxy: Proxy,
+    backend: Backend,
+    proxies: Vec<Proxy>,
+    ttl_ms: u64,
     holders: Vec<Holder>,
     rng: StdRng,
     /// Frozen holders' pids and when to thaw them.
     frozen: HashMap<u32, Instant>,
     /// Lasting proxy faults and when they end.
     lasting: HashMap<Fault, Instant>,
+    /// The etcd member killed, and when to restart it.
+    member_down: Option<(usize, Instant)>,
 }
 
 fn fault(kind: &str) -> Event {
@@ -134,6 +169,26 @@ fn fault(kind: &str) -> Event {
 }
 
 impl Rig {
+    /// The URL holders connect to: through the proxies.
+    fn url(&self) -> String {
+        match self.backend {
+            Backend::Server(_) => self.proxies[0].url(),
+            Backend::Etcd(_) => {
+                let hosts: Vec<String> = self
+                    .proxies
+                    .iter()
+                    .map(|p| p.url().trim_start_matches("leasehold://").to_owned())
+                    .collect();
+                format!("etcd://{}/chaos-{}", hosts.join(","), self.args.seed)
+            }
+        }
+    }
+
+    /// Applies `f` to every proxy.
+    fn proxies(&self, f: impl Fn(&Proxy)) {
+        self.proxies.iter().for_each(f);
+    }
+
     /// Starts holder `index` (the Rust ones first, then the Python ones).
     fn spawn_holder(&self, index: u32, incarnation: u32) -> anyhow::Result<Holder> {
         let python = index >= self.args.holders;
@@ -151,7 +206,7 @@ impl Rig {
             }
             (format!("rust-{index}"), cmd)
         };
-        cmd.args(["--url", &self.proxy.url(), "--name", &name])
+        cmd.args(["--url", &self.url(), "--name", &name])
             .arg("--history")
             .arg(self.histories.join(format!("{name}.{incarnation}.jsonl")))
             .arg("--register")
@@ -161,7 +216,7 @@ impl Rig {
                 &(self.args.seed * 1000 + index as u64 * 37 + incarnation as u64).to_string(),
             ])
             .args(["--keys", &self.args.keys.to_string()])
-            .args(["--ttl-ms", &self.args.ttl_ms.to_string()])
+            .args(["--ttl-ms", &self.ttl_ms.to_string()])
             .stdin(Stdio::null());
         Ok(Holder {
             name,
@@ -171,6 +226,14 @@ impl Rig {
     }
 
     fn heal_due(&mut self, now: Instant) {
+        if let (Some((i, at)), Backend::Etcd(cluster)) = (self.member_down, &mut self.backend) {
+            if at <= now {
+                cluster.restart(i);
+                self.member_down = None;
+                self.recorder
+                    .record(fault("restart_member").target(i as u32));
+            }
+        }
         let due: Vec<u32> = self
             .frozen
             .iter()
@@ -192,15 +255,15 @@ impl Rig {
             self.lasting.remove(&f);
             match f {
                 Fault::Delay => {
-                    self.proxy.delay(Duration::ZERO);
+                    self.proxies(|p| p.delay(Duration::ZERO));
                     self.recorder.record(fault("delay_end"));
                 }
                 Fault::Blackhole => {
-                    self.proxy.blackhole(false);
+                    self.proxies(|p| p.blackhole(false));
                     self.recorder.record(fault("blackhole_end"));
                 }
                 Fault::Refuse => {
-                    self.proxy.refuse(false);
+                    self.proxies(|p| p.refuse(false));
                     self.recorder.record(fault("refuse_end"));
                 }
                 _ => {}
@@ -208,18 +271,18 @@ impl Rig {
         }
     }
 
-    fn inject(&mut self, kind: Fault) -> anyhow::Result<()> {
+    async fn inject(&mut self, kind: Fault) -> anyhow::Result<()> {
         let now = Instant::now();
-        let ttl = self.args.ttl_ms;
+        let ttl = self.ttl_ms;
         let lasting = Duration::from_millis(self.rng.gen_range(ttl / 5..ttl * 5 / 2));
         match kind {
             Fault::Cut => {
                 self.recorder.record(fault("cut"));
-                self.proxy.cut();
+                self.proxies(Proxy::cut);
             }
-            Fault::Drop => {
+            Fault::Drop if matches!(self.backend, Backend::Server(_)) => {
                 self.recorder.record(fault("drop"));
-                self.proxy.drop_next(|_| true);
+                self.proxies[0].drop_next(|_| true);
             }
             Fault::Delay | Fault::Blackhole | Fault::Refuse
                 if !self.lasting.contains_key(&kind) =>
@@ -229,15 +292,15 @@ impl Rig {
                     Fault::Delay => {
                         let d = Duration::from_millis(self.rng.gen_range(5..ttl / 4));
                         self.recorder.record(fault("delay"));
-                        self.proxy.delay(d);
+                        self.proxies(|p| p.delay(d));
                     }
                     Fault::Blackhole => {
                         self.recorder.record(fault("blackhole"));
-                        self.proxy.blackhole(true);
+                        self.proxies(|p| p.blackhole(true));
                     }
                     _ => {
                         self.recorder.record(fault("refuse"));
-                        self.proxy.refuse(true);
+                        self.proxies(|p| p.refuse(true));
                     }
                 }
             }
@@ -263,14 +326,35 @@ impl Rig {
             }
             Fault::KillServer => {
                 let down = Duration::from_millis(self.rng.gen_range(0..ttl / 2));
-                self.recorder.record(fault("kill_server"));
-                let server = &mut self.server;
-                tokio::task::block_in_place(|| {
-                    server.kill9();
-                    std::thread::sleep(down);
-                    server.restart();
-                });
-                self.recorder.record(fault("restart_server"));
+                match &mut self.backend {
+                    Backend::Server(server) => {
+                        self.recorder.record(fault("kill_server"));
+                        tokio::task::block_in_place(|| {
+                            server.kill9();
+                            std::thread::sleep(down);
+                            server.restart();
+                        });
+                        self.recorder.record(fault("restart_server"));
+                    }
+                    Backend::Etcd(cluster) if self.member_down.is_none() => {
+                        let leader = if self.rng.gen_bool(0.5) {
+                            cluster.leader().await
+                        } else {
+                            None
+                        };
+                        let i =
+                            leader.unwrap_or_else(|| self.rng.gen_range(0..cluster.members.len()));
+                        let kind = if leader.is_some() {
+                            "kill_leader"
+                        } else {
+                            "kill_member"
+                        };
+                        self.recorder.record(fault(kind).target(i as u32));
+                        cluster.kill(i);
+                        self.member_down = Some((i, now + down * 4));
+                    }
+                    Backend::Etcd(_) => {}
+                }
             }
             _ => {}
         }
@@ -325,14 +409,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
     let out = args.out.clone().unwrap_or_else(|| default_out(&args));
     prepare(&out)?;
     let histories = out.join("histories");
-    let server = ServerProcess::start_from(&process::server_binary(), &out.join("data"), &[])?;
-    let proxy = Proxy::start(server.addr).await;
+    let (backend, proxies) = Backend::start(args.store, &out.join("data")).await?;
+    let ttl_ms = args.ttl_ms.unwrap_or(match args.store {
+        StoreKind::Server => 1000,
+        StoreKind::Etcd => 2000,
+    });
     let mut rig = Rig {
         recorder: Recorder::create(&histories.join("harness.jsonl"), "harness")?,
         register: out.join("register"),
         histories,
-        server,
-        proxy,
+        backend,
+        proxies,
+        ttl_ms,
+        member_down: None,
         holders: Vec::new(),
         rng: StdRng::seed_from_u64(args.seed),
         frozen: HashMap::new(),
@@ -354,7 +443,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         tokio::time::sleep(Duration::from_millis(pause)).await;
         rig.heal_due(Instant::now());
         if let Some(&kind) = kinds.choose(&mut rig.rng) {
-            rig.inject(kind)?;
+            rig.inject(kind).await?;
         }
     }
     tokio::task::block_in_place(|| rig.stop_holders());

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::driver::Driver;
+use leasehold::etcd::EtcdDriver;
 use leasehold::remote::RemoteDriver;
-use leasehold::{CancellationToken, ConnectOptions, HoldOptions, Holding, Store};
+use leasehold::{is_etcd_url, CancellationToken, ConnectOptions, HoldOptions, Holding, Store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::runtime::Handle;
@@ -55,11 +56,22 @@ pub struct HolderArgs {
     pub broken: Option<Breakage>,
 }
 
-/// Connects, retrying while the store is unreachable (it may be restarting).
-async fn connect(url: &str) -> anyhow::Result<RemoteDriver> {
+/// Connects to the server store or etcd, retrying while the store is
+/// unreachable (it may be restarting).
+async fn connect(url: &str) -> anyhow::Result<Arc<dyn Driver>> {
     let mut tries = 0;
     loop {
-        match RemoteDriver::connect(url, ConnectOptions::default(), &Handle::current()).await {
+        let options = ConnectOptions::default();
+        let driver: leasehold::Result<Arc<dyn Driver>> = if is_etcd_url(url) {
+            EtcdDriver::connect(url, options, &Handle::current())
+                .await
+                .map(|d| Arc::new(d) as Arc<dyn Driver>)
+        } else {
+            RemoteDriver::connect(url, options, &Handle::current())
+                .await
+                .map(|d| Arc::new(d) as Arc<dyn Driver>)
+        };
+        match driver {
             Ok(driver) => return Ok(driver),
             Err(e) if tries > 600 => return Err(e.into()),
             Err(_) => {
@@ -81,7 +93,7 @@ pub async fn run(args: HolderArgs) -> anyhow::Result<()> {
         term.recv().await;
         stopping.store(true, Ordering::SeqCst);
     });
-    let mut driver: Arc<dyn Driver> = Arc::new(connect(&args.url).await?);
+    let mut driver = connect(&args.url).await?;
     if let Some(breakage) = args.broken {
         driver = Arc::new(BrokenDriver::new(driver, breakage));
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use leasehold::remote::protocol::{self, ServerFrame};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -33,8 +34,18 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Starts a proxy to `upstream`.
+    /// Starts a proxy to the server store at `upstream`.
     pub async fn start(upstream: SocketAddr) -> Proxy {
+        Proxy::start_with(upstream, true).await
+    }
+
+    /// Starts a proxy to `upstream` that does not read the server's frames
+    /// (an etcd member's gRPC): every fault but [`Proxy::drop_next`].
+    pub async fn start_raw(upstream: SocketAddr) -> Proxy {
+        Proxy::start_with(upstream, false).await
+    }
+
+    async fn start_with(upstream: SocketAddr, frames: bool) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let addr = listener.local_addr().unwrap();
         let faults = Arc::new(Mutex::new(Faults::default()));
@@ -49,7 +60,7 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(upstream).await else {
                     continue;
                 };
-                tokio::spawn(pipe(client, server, f.clone(), c.subscribe()));
+                tokio::spawn(pipe(client, server, f.clone(), c.subscribe(), frames));
             }
         });
         Proxy {
@@ -110,39 +121,51 @@ impl Drop for Proxy {
     }
 }
 
+/// Copies what `from` reads to `to`, delayed and black-holed as `faults` say.
+async fn copy(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, faults: Arc<Mutex<Faults>>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let (delay, blackhole) = {
+            let f = faults.lock().unwrap();
+            (f.delay, f.blackhole)
+        };
+        if blackhole {
+            continue;
+        }
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
 async fn pipe(
     client: TcpStream,
     server: TcpStream,
     faults: Arc<Mutex<Faults>>,
     mut cuts: watch::Receiver<u64>,
+    frames: bool,
 ) {
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
-    let (mut cr, mut cw) = client.into_split();
-    let (mut sr, mut sw) = server.into_split();
-    let up_faults = faults.clone();
-    let upstream = async move {
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let n = match cr.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => n,
-            };
-            let (delay, blackhole) = {
-                let f = up_faults.lock().unwrap();
-                (f.delay, f.blackhole)
-            };
-            if blackhole {
-                continue;
-            }
-            if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
-            }
-            if sw.write_all(&buf[..n]).await.is_err() {
-                return;
-            }
+    let (cr, cw) = client.into_split();
+    let (sr, sw) = server.into_split();
+    let upstream = copy(cr, sw, faults.clone());
+    if !frames {
+        tokio::select! {
+            _ = upstream => {}
+            _ = copy(sr, cw, faults) => {}
+            _ = cuts.changed() => {}
         }
-    };
+        return;
+    }
+    let (mut sr, mut cw) = (sr, cw);
     let downstream = async move {
         loop {
             let mut len = [0u8; 4];

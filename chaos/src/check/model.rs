@@ -142,7 +142,7 @@ fn ending(kind: &str) -> Option<&'static str> {
         "delay" => "delay_end",
         "blackhole" => "blackhole_end",
         "kill_server" => "restart_server",
-        "kill_member" => "restart_member",
+        "kill_member" | "kill_leader" => "restart_member",
         "kill_holder" => "restart_holder",
         "refuse" => "refuse_end",
         _ => return None,
@@ -334,7 +334,7 @@ impl Run {
                     self.disturbances.push(Disturbance { from, to: e.ns });
                 }
             }
-            "kill_server" | "kill_member" => self.store_kills.push(e.ns),
+            "kill_server" => self.store_kills.push(e.ns),
             _ => {}
         }
         if ending(&kind).is_some() {
@@ -347,6 +347,7 @@ impl Run {
             "blackhole",
             "kill_server",
             "kill_member",
+            "kill_leader",
             "kill_holder",
         ]
         .into_iter()
