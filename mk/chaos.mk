@@ -2,7 +2,7 @@
 # contending for a few keys of a real store through a fault proxy while a
 # scheduler injects faults at random from a seed; then the checker of their
 # histories (docs/chaos.md). Included by the root Makefile.
-#   make chaos        CHAOS_STORE=server (the only store so far),
+#   make chaos        CHAOS_STORE=server or etcd (a 3-member cluster of `make etcd`'s etcd),
 #                     CHAOS_SECONDS=300, CHAOS_SEED=1, CHAOS_PYTHON_HOLDERS=2
 #                     (Python holders beside the Rust ones), CHAOS_ARGS=… (more
 #                     `leasehold-chaos run` flags: --holders, --keys, --faults,
@@ -23,7 +23,7 @@ BINDING_TESTS += chaos-smoke
 
 .PHONY: chaos chaos-smoke
 
-chaos: python-install
+chaos: python-install etcd
 	$(CARGO) build --release --locked -p leasehold-server -p leasehold-chaos
 	$(CARGO_TARGET_DIR)/release/leasehold-chaos run --store $(CHAOS_STORE) \
 		--seconds $(CHAOS_SECONDS) --seed $(CHAOS_SEED) \
