@@ -4,7 +4,8 @@
 # histories (docs/chaos.md). Included by the root Makefile.
 #   make chaos        CHAOS_STORE=server or etcd (a 3-member cluster of `make etcd`'s etcd),
 #                     CHAOS_SECONDS=300, CHAOS_SEED=1, CHAOS_PYTHON_HOLDERS=2
-#                     (Python holders beside the Rust ones), CHAOS_ARGS=… (more
+#                     (Python holders beside the Rust ones), CHAOS_GO_HOLDERS=2
+#                     (Go holders, bindings-go/cmd/chaos-holder), CHAOS_ARGS=… (more
 #                     `leasehold-chaos run` flags: --holders, --keys, --faults,
 #                     --fault-every-ms, …); release builds; the histories stay in
 #                     $(CARGO_TARGET_DIR)/chaos/STORE-SEED/histories
@@ -16,20 +17,29 @@ CHAOS_STORE ?= server
 CHAOS_SECONDS ?= 300
 CHAOS_SEED ?= 1
 CHAOS_PYTHON_HOLDERS ?= 2
+CHAOS_GO_HOLDERS ?= 2
 CHAOS_ARGS ?=
+CHAOS_GO_HOLDER := $(CARGO_TARGET_DIR)/go/chaos-holder
+CHAOS_OTHERS = --python $(PY) --go-holder $(CHAOS_GO_HOLDER)
 CHAOS_SMOKE_SEED := 13
 
 BINDING_TESTS += chaos-smoke
 
-.PHONY: chaos chaos-smoke
+.PHONY: chaos chaos-smoke chaos-go-holder
 
-chaos: python-install etcd
+# The Go holder, linked with the library `make go-lib` builds.
+chaos-go-holder: go-lib
+	cd bindings-go && $(GO) build -o $(CHAOS_GO_HOLDER) ./cmd/chaos-holder
+
+chaos: python-install chaos-go-holder etcd
 	$(CARGO) build --release --locked -p leasehold-server -p leasehold-chaos
 	$(CARGO_TARGET_DIR)/release/leasehold-chaos run --store $(CHAOS_STORE) \
 		--seconds $(CHAOS_SECONDS) --seed $(CHAOS_SEED) \
-		--python-holders $(CHAOS_PYTHON_HOLDERS) --python $(PY) $(CHAOS_ARGS)
+		--python-holders $(CHAOS_PYTHON_HOLDERS) --go-holders $(CHAOS_GO_HOLDERS) \
+		$(CHAOS_OTHERS) $(CHAOS_ARGS)
 
-chaos-smoke: python-install
+chaos-smoke: python-install chaos-go-holder
 	$(CARGO) build --locked -p leasehold-server -p leasehold-chaos
 	$(CARGO_TARGET_DIR)/debug/leasehold-chaos run --store server --seconds 50 \
-		--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000 --python-holders 2 --python $(PY)
+		--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000 --python-holders 2 --go-holders 2 \
+		$(CHAOS_OTHERS)

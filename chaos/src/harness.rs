@@ -113,6 +113,12 @@ pub struct RunArgs {
     /// The Python that runs them, with the binding installed.
     #[arg(long, env = "CHAOS_PYTHON", default_value = "python3")]
     pub python: PathBuf,
+    /// How many Go holder processes (`bindings-go/cmd/chaos-holder`) besides.
+    #[arg(long, default_value_t = 0)]
+    pub go_holders: u32,
+    /// The Go holder's binary.
+    #[arg(long, env = "CHAOS_GO_HOLDER", default_value = "chaos-holder")]
+    pub go_holder: PathBuf,
     /// How many keys they contend for.
     #[arg(long, default_value_t = 6)]
     pub keys: u32,
@@ -189,10 +195,16 @@ impl Rig {
         self.proxies.iter().for_each(f);
     }
 
-    /// Starts holder `index` (the Rust ones first, then the Python ones).
+    /// Starts holder `index` (the Rust ones first, then the Python ones,
+    /// then the Go ones).
     fn spawn_holder(&self, index: u32, incarnation: u32) -> anyhow::Result<Holder> {
-        let python = index >= self.args.holders;
-        let (name, mut cmd) = if python {
+        let go = self.args.holders + self.args.python_holders;
+        let (name, mut cmd) = if index >= go {
+            (
+                format!("go-{}", index - go),
+                Command::new(&self.args.go_holder),
+            )
+        } else if index >= self.args.holders {
             let mut cmd = Command::new(&self.args.python);
             cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/holder.py"));
             (format!("python-{}", index - self.args.holders), cmd)
@@ -428,7 +440,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         lasting: HashMap::new(),
         args: args.clone(),
     };
-    for i in 0..args.holders + args.python_holders {
+    for i in 0..args.holders + args.python_holders + args.go_holders {
         let holder = rig.spawn_holder(i, 0)?;
         rig.holders.push(holder);
     }
