@@ -5,7 +5,8 @@
 #   make chaos        CHAOS_STORE=server or etcd (a 3-member cluster of `make etcd`'s etcd),
 #                     CHAOS_SECONDS=300, CHAOS_SEED=1, CHAOS_PYTHON_HOLDERS=2
 #                     (Python holders beside the Rust ones), CHAOS_GO_HOLDERS=2
-#                     (Go holders, bindings-go/cmd/chaos-holder), CHAOS_ARGS=… (more
+#                     (Go holders, bindings-go/cmd/chaos-holder), CHAOS_NODE_HOLDERS=2
+#                     (Node holders, chaos/holders/holder.js), CHAOS_ARGS=… (more
 #                     `leasehold-chaos run` flags: --holders, --keys, --faults,
 #                     --fault-every-ms, …); release builds; the histories stay in
 #                     $(CARGO_TARGET_DIR)/chaos/STORE-SEED/histories
@@ -18,9 +19,12 @@ CHAOS_SECONDS ?= 300
 CHAOS_SEED ?= 1
 CHAOS_PYTHON_HOLDERS ?= 2
 CHAOS_GO_HOLDERS ?= 2
+CHAOS_NODE_HOLDERS ?= 2
 CHAOS_ARGS ?=
 CHAOS_GO_HOLDER := $(CARGO_TARGET_DIR)/go/chaos-holder
-CHAOS_OTHERS = --python $(PY) --go-holder $(CHAOS_GO_HOLDER)
+CHAOS_OTHERS = --python $(PY) --go-holder $(CHAOS_GO_HOLDER) --node $(NODE)
+# The other languages' holders need their bindings built (the Node addon's rule is in node.mk).
+CHAOS_HOLDERS_BUILT := python-install chaos-go-holder bindings-node/leasehold.node
 CHAOS_SMOKE_SEED := 13
 
 BINDING_TESTS += chaos-smoke
@@ -31,15 +35,16 @@ BINDING_TESTS += chaos-smoke
 chaos-go-holder: go-lib
 	cd bindings-go && $(GO) build -o $(CHAOS_GO_HOLDER) ./cmd/chaos-holder
 
-chaos: python-install chaos-go-holder etcd
+chaos: $(CHAOS_HOLDERS_BUILT) etcd
 	$(CARGO) build --release --locked -p leasehold-server -p leasehold-chaos
 	$(CARGO_TARGET_DIR)/release/leasehold-chaos run --store $(CHAOS_STORE) \
 		--seconds $(CHAOS_SECONDS) --seed $(CHAOS_SEED) \
 		--python-holders $(CHAOS_PYTHON_HOLDERS) --go-holders $(CHAOS_GO_HOLDERS) \
+		--node-holders $(CHAOS_NODE_HOLDERS) \
 		$(CHAOS_OTHERS) $(CHAOS_ARGS)
 
-chaos-smoke: python-install chaos-go-holder
+chaos-smoke: $(CHAOS_HOLDERS_BUILT)
 	$(CARGO) build --locked -p leasehold-server -p leasehold-chaos
 	$(CARGO_TARGET_DIR)/debug/leasehold-chaos run --store server --seconds 50 \
 		--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000 --python-holders 2 --go-holders 2 \
-		$(CHAOS_OTHERS)
+		--node-holders 2 $(CHAOS_OTHERS)

@@ -119,6 +119,12 @@ pub struct RunArgs {
     /// The Go holder's binary.
     #[arg(long, env = "CHAOS_GO_HOLDER", default_value = "chaos-holder")]
     pub go_holder: PathBuf,
+    /// How many Node holder processes (`chaos/holders/holder.js`) besides.
+    #[arg(long, default_value_t = 0)]
+    pub node_holders: u32,
+    /// The Node that runs them.
+    #[arg(long, env = "CHAOS_NODE", default_value = "node")]
+    pub node: PathBuf,
     /// How many keys they contend for.
     #[arg(long, default_value_t = 6)]
     pub keys: u32,
@@ -196,10 +202,15 @@ impl Rig {
     }
 
     /// Starts holder `index` (the Rust ones first, then the Python ones,
-    /// then the Go ones).
+    /// the Go ones, the Node ones).
     fn spawn_holder(&self, index: u32, incarnation: u32) -> anyhow::Result<Holder> {
         let go = self.args.holders + self.args.python_holders;
-        let (name, mut cmd) = if index >= go {
+        let node = go + self.args.go_holders;
+        let (name, mut cmd) = if index >= node {
+            let mut cmd = Command::new(&self.args.node);
+            cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/holder.js"));
+            (format!("node-{}", index - node), cmd)
+        } else if index >= go {
             (
                 format!("go-{}", index - go),
                 Command::new(&self.args.go_holder),
@@ -440,7 +451,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         lasting: HashMap::new(),
         args: args.clone(),
     };
-    for i in 0..args.holders + args.python_holders + args.go_holders {
+    let all = args.holders + args.python_holders + args.go_holders + args.node_holders;
+    for i in 0..all {
         let holder = rig.spawn_holder(i, 0)?;
         rig.holders.push(holder);
     }

@@ -45,13 +45,14 @@ async fn main() -> anyhow::Result<ExitCode> {
             print!("{report}");
             let store = format!("{:?}", args.store).to_lowercase();
             println!(
-                "store {store}, seed {} (replay: leasehold-chaos run --store {store} --seed {} --seconds {} --holders {} --python-holders {} --go-holders {} --keys {} --fault-every-ms {})",
+                "store {store}, seed {} (replay: leasehold-chaos run --store {store} --seed {} --seconds {} --holders {} --python-holders {} --go-holders {} --node-holders {} --keys {} --fault-every-ms {})",
                 args.seed,
                 args.seed,
                 args.seconds,
                 args.holders,
                 args.python_holders,
                 args.go_holders,
+                args.node_holders,
                 args.keys,
                 args.fault_every_ms
             );
