@@ -22,9 +22,11 @@ CHAOS_GO_HOLDERS ?= 2
 CHAOS_NODE_HOLDERS ?= 2
 CHAOS_ARGS ?=
 CHAOS_GO_HOLDER := $(CARGO_TARGET_DIR)/go/chaos-holder
-CHAOS_OTHERS = --python $(PY) --go-holder $(CHAOS_GO_HOLDER) --node $(NODE)
-# The other languages' holders need their bindings built (the Node addon's rule is in node.mk).
-CHAOS_HOLDERS_BUILT := python-install chaos-go-holder bindings-node/leasehold.node
+CHAOS_OTHERS = --python $(PY) --go-holder $(CHAOS_GO_HOLDER) --node $(NODE) \
+	--postgres $(LEASEHOLD_POSTGRES_URL)
+# The other languages' holders need their bindings built (the Node addon's
+# rule is in node.mk); the Rust holders write their fences to `make postgres`'s.
+CHAOS_HOLDERS_BUILT := python-install chaos-go-holder bindings-node/leasehold.node postgres
 CHAOS_SMOKE_SEED := 13
 
 BINDING_TESTS += chaos-smoke

@@ -17,6 +17,7 @@ use rand::{Rng, SeedableRng};
 use crate::broken::Breakage;
 use crate::check::{self, Report};
 use crate::history::{self, Event, Kind, Recorder};
+use crate::postgres::Fenced;
 use crate::process::{self, ServerProcess};
 use crate::proxy::Proxy;
 use etcd_tests::{Cluster, Etcd};
@@ -147,6 +148,10 @@ pub struct RunArgs {
     /// Where the run's histories, register and data go (emptied first).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The Rust holders write their fences to this PostgreSQL (`make
+    /// postgres`), whose table the checker then reads; else to the file register.
+    #[arg(long)]
+    pub postgres: Option<String>,
     /// Breaks the store on purpose (the checker's own tests).
     #[arg(long, value_enum)]
     pub broken: Option<Breakage>,
@@ -223,6 +228,9 @@ impl Rig {
             let mut cmd = Command::new(std::env::current_exe()?);
             cmd.arg("holder")
                 .args(["--long-every", &self.args.long_every.to_string()]);
+            if let Some(url) = &self.args.postgres {
+                cmd.args(["--postgres", url]);
+            }
             if let Some(b) = self.args.broken {
                 let value = clap::ValueEnum::to_possible_value(&b).expect("a named value");
                 cmd.args(["--broken", value.get_name()]);
@@ -451,6 +459,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         lasting: HashMap::new(),
         args: args.clone(),
     };
+    if let Some(url) = &args.postgres {
+        Fenced::prepare(url, args.keys).await?;
+    }
     let all = args.holders + args.python_holders + args.go_holders + args.node_holders;
     for i in 0..all {
         let holder = rig.spawn_holder(i, 0)?;
@@ -471,6 +482,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         }
     }
     tokio::task::block_in_place(|| rig.stop_holders());
+    if let Some(url) = &args.postgres {
+        Fenced::record_rows(url, &rig.recorder).await?;
+    }
     let histories = rig.histories.clone();
     drop(rig);
     let events = history::read_dir(&histories)?;

@@ -41,7 +41,9 @@ pub enum Kind {
     /// The hold call returned: `key`, `fence` (when granted), `reason`: `ok`,
     /// `lost`, `not_held`, `wait_timeout` or another error code.
     Outcome,
-    /// A fenced write: `key`, `fence`, `reason`: `landed` or `refused`.
+    /// A fenced write: `key`, `fence`, `reason`: `landed` or `refused`;
+    /// `seq` when it went to PostgreSQL. After the run the harness adds one
+    /// per row of the table, `reason` `final`, `fence` and `seq` as the row has them.
     Write,
     /// The harness injected a fault: `reason` names its kind, `target` the
     /// process it hit (`freeze`, `thaw`, `kill_holder`, `kill_server`,
@@ -87,6 +89,10 @@ pub struct Event {
     /// For a request: whether it waits in line (`false`: a try).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<bool>,
+    /// For a write to PostgreSQL: the row's count of landed writes after it
+    /// (the order writes landed in on the key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     /// For a fault: the process it hit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<u32>,
@@ -114,6 +120,7 @@ impl Event {
             sent: None,
             ttl_ms: None,
             queue: None,
+            seq: None,
             target: None,
         }
     }
@@ -169,6 +176,12 @@ impl Event {
     /// With whether the request waits in line.
     pub fn queue(mut self, queue: bool) -> Event {
         self.queue = Some(queue);
+        self
+    }
+
+    /// With a PostgreSQL write's place in its row's order.
+    pub fn seq(mut self, seq: u64) -> Event {
+        self.seq = Some(seq);
         self
     }
 

@@ -18,6 +18,7 @@ use tokio::runtime::Handle;
 
 use crate::broken::{Breakage, BrokenDriver};
 use crate::history::{Event, Kind, Recorder};
+use crate::postgres::Fenced;
 use crate::recording::RecordingDriver;
 use crate::register::Register;
 
@@ -51,9 +52,19 @@ pub struct HolderArgs {
     /// One hold in this many runs longer than the ttl (renewals at work).
     #[arg(long, default_value_t = 50)]
     pub long_every: u32,
+    /// Writes fences to this PostgreSQL (`chaos/src/postgres.rs`) instead
+    /// of the file register.
+    #[arg(long)]
+    pub postgres: Option<String>,
     /// Breaks the store on purpose (the checker's own tests).
     #[arg(long, value_enum)]
     pub broken: Option<Breakage>,
+}
+
+/// Where a holder's fenced writes go.
+enum Writes {
+    File(Register),
+    Postgres(Fenced),
 }
 
 /// Connects to the server store or etcd, retrying while the store is
@@ -85,7 +96,10 @@ async fn connect(url: &str) -> anyhow::Result<Arc<dyn Driver>> {
 /// Runs a holder until SIGTERM.
 pub async fn run(args: HolderArgs) -> anyhow::Result<()> {
     let recorder = Arc::new(Recorder::create(&args.history, &args.name)?);
-    let register = Register::open(&args.register)?;
+    let register = match &args.postgres {
+        Some(url) => Writes::Postgres(Fenced::connect(url).await?),
+        None => Writes::File(Register::open(&args.register)?),
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let stopping = stop.clone();
@@ -138,7 +152,7 @@ async fn held(
     key: &str,
     hold_for: Duration,
     recorder: &Arc<Recorder>,
-    register: &Register,
+    register: &Writes,
 ) {
     let lease = holding.lease().clone();
     let fence = lease.fence();
@@ -163,9 +177,14 @@ async fn held(
     };
     tokio::time::sleep(hold_for / 2).await;
     if !lease.lost() {
-        register
-            .write(key, fence, recorder)
-            .expect("write the fenced register");
+        match register {
+            Writes::File(r) => drop(r.write(key, fence, recorder).expect("write the register")),
+            Writes::Postgres(pg) => drop(
+                pg.write(key, fence, recorder)
+                    .await
+                    .expect("write to PostgreSQL"),
+            ),
+        }
     }
     tokio::time::sleep(hold_for / 2).await;
     recorder.record(Event::new(Kind::End).key(key).fence(fence));

@@ -6,7 +6,8 @@
 //! - [`harness`]: the store, the fault [`proxy`], the holder processes and
 //!   the seeded scheduler of faults; [`process`]: the server process and signals.
 //! - [`holder`]: the Rust holder, through the real library, its calls
-//!   recorded by [`recording`], its writes through the fenced [`register`].
+//!   recorded by [`recording`], its writes through the fenced [`register`]
+//!   or to PostgreSQL ([`postgres`]).
 //! - [`broken`]: stores broken on purpose, for the checker's own tests.
 
 #[macro_use]
@@ -18,6 +19,7 @@ pub mod clock;
 pub mod harness;
 pub mod history;
 pub mod holder;
+pub mod postgres;
 pub mod process;
 pub mod proxy;
 pub mod recording;

@@ -72,6 +72,22 @@ pub struct GroupContact {
     pub granted: Option<String>,
 }
 
+/// A fenced write, or a row of the PostgreSQL table at the end (`final`).
+#[derive(Debug, Clone)]
+pub struct WriteRec {
+    /// When it was recorded.
+    pub ns: u64,
+    /// The key.
+    pub key: String,
+    /// The fence written.
+    pub fence: u64,
+    /// `landed`, `refused` or `final`.
+    pub outcome: String,
+    /// For PostgreSQL: the row's count of landed writes after it; `None`
+    /// for the file register.
+    pub seq: Option<u64>,
+}
+
 /// A time a fault disturbed the run, from its start to its end.
 #[derive(Debug, Clone, Copy)]
 pub struct Disturbance {
@@ -90,8 +106,8 @@ pub struct Run {
     pub requests: HashMap<String, RequestRec>,
     /// The contacts of each renewal group, by group id.
     pub groups: HashMap<String, Vec<GroupContact>>,
-    /// Landed and refused writes: (ns, key, fence, landed).
-    pub writes: Vec<(u64, String, u64, bool)>,
+    /// Fenced writes, landed and refused, and the table's final rows.
+    pub writes: Vec<WriteRec>,
     /// When each process was frozen: (from, to).
     pub frozen: HashMap<u32, Vec<(u64, u64)>>,
     /// When each holder process was killed.
@@ -244,14 +260,19 @@ impl Run {
                     }
                 }
                 Kind::Write => {
-                    let landed = e.reason.as_deref() == Some("landed");
-                    if landed {
-                        run.counts.writes_landed += 1;
-                    } else {
-                        run.counts.writes_refused += 1;
+                    let outcome = e.reason.clone().unwrap_or_default();
+                    match outcome.as_str() {
+                        "landed" => run.counts.writes_landed += 1,
+                        "refused" => run.counts.writes_refused += 1,
+                        _ => {}
                     }
-                    run.writes
-                        .push((e.ns, key.to_owned(), e.fence.unwrap_or(0), landed));
+                    run.writes.push(WriteRec {
+                        ns: e.ns,
+                        key: key.to_owned(),
+                        fence: e.fence.unwrap_or(0),
+                        outcome,
+                        seq: e.seq,
+                    });
                 }
                 Kind::Fault => run.fault(e, &mut open_faults),
             }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::model::{LeaseRec, Run};
+use super::model::{LeaseRec, Run, WriteRec};
 use super::{Report, Rule, Violation};
 
 fn who(lease: &LeaseRec) -> String {
@@ -275,21 +275,56 @@ pub fn let_go(run: &Run, report: &mut Report) {
 }
 
 /// Fenced writes: on each key, every write that landed carries a fence
-/// larger than every write that landed before it.
+/// larger than every write that landed before it (file register: in the
+/// order recorded, under its lock; PostgreSQL: in the row's order), and the
+/// table's final rows hold the last write that landed and refused none that
+/// should have.
 pub fn writes(run: &Run, report: &mut Report) {
-    let mut last: HashMap<&str, u64> = HashMap::new();
-    let mut writes: Vec<&(u64, String, u64, bool)> = run.writes.iter().filter(|w| w.3).collect();
-    writes.sort_by_key(|w| w.0);
-    for (at, key, fence, _) in writes {
-        let before = last.entry(key).or_insert(0);
-        if *fence <= *before {
+    let mut landed: Vec<&WriteRec> = run
+        .writes
+        .iter()
+        .filter(|w| w.outcome == "landed")
+        .collect();
+    landed.sort_by_key(|w| (w.seq.is_some(), w.seq.unwrap_or(w.ns)));
+    let mut last: HashMap<(&str, bool), &WriteRec> = HashMap::new();
+    for w in landed {
+        if let Some(before) = last.get(&(w.key.as_str(), w.seq.is_some())) {
+            if w.fence <= before.fence {
+                violation(
+                    report,
+                    Rule::StaleWriteLanded,
+                    w.ns,
+                    format!(
+                        "key {}: fence {} landed after fence {}",
+                        w.key, w.fence, before.fence
+                    ),
+                );
+                continue;
+            }
+        }
+        last.insert((w.key.as_str(), w.seq.is_some()), w);
+    }
+    for row in run.writes.iter().filter(|w| w.outcome == "final") {
+        let newest = last.get(&(row.key.as_str(), true));
+        let wrong = match newest {
+            Some(w) if w.seq == row.seq => w.fence != row.fence,
+            Some(w) => w.fence > row.fence,
+            None => false,
+        } || run.writes.iter().any(|w| {
+            w.key == row.key && w.seq.is_some() && w.outcome == "refused" && w.fence > row.fence
+        });
+        if wrong {
             violation(
                 report,
                 Rule::StaleWriteLanded,
-                *at,
-                format!("key {key}: fence {fence} landed after fence {before}"),
+                row.ns,
+                format!(
+                    "key {}: the table ends with fence {} after {} writes, the histories say otherwise",
+                    row.key,
+                    row.fence,
+                    row.seq.unwrap_or(0)
+                ),
             );
         }
-        *before = (*before).max(*fence);
     }
 }

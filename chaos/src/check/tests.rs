@@ -8,7 +8,7 @@ const TTL_MS: u64 = 2000;
 const MS: u64 = 1_000_000;
 
 /// A history written by hand, times in milliseconds.
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct H(Vec<Event>);
 
 fn at(ms: u64, pid: u32, kind: Kind) -> Event {
@@ -285,4 +285,33 @@ fn a_renewal_after_the_key_went_to_another_fails() {
     let report = h.check();
     assert_eq!(report.of(Rule::RenewedAfterLetGo), 1, "{report}");
     assert_eq!(report.of(Rule::TwoHolders), 1, "{report}");
+}
+
+fn pg_write(h: &mut H, ms: u64, fence: u64, outcome: &str, seq: u64) {
+    let e = at(ms, 1, Kind::Write)
+        .key("k")
+        .fence(fence)
+        .reason(outcome)
+        .seq(seq);
+    h.0.push(e);
+}
+
+#[test]
+fn postgres_writes_are_judged_in_the_rows_order_and_against_the_table() {
+    let mut h = correct();
+    // Recorded out of order, landed in order: no violation.
+    pg_write(&mut h, 700, 11, "landed", 2);
+    pg_write(&mut h, 600, 10, "landed", 1);
+    pg_write(&mut h, 800, 9, "refused", 0);
+    pg_write(&mut h, 2000, 11, "final", 2);
+    assert!(h.check().violations.is_empty(), "{}", h.check());
+
+    let mut stale = h.clone();
+    pg_write(&mut stale, 900, 10, "landed", 3);
+    only(&stale.check(), Rule::StaleWriteLanded);
+
+    let mut lost = correct();
+    pg_write(&mut lost, 700, 11, "landed", 2);
+    pg_write(&mut lost, 2000, 10, "final", 2);
+    only(&lost.check(), Rule::StaleWriteLanded);
 }
