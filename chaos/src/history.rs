@@ -23,6 +23,8 @@ use crate::clock::now_ns;
 pub enum Kind {
     /// A hold request was sent: `key`, `request`, `ttl_ms`, `group`, `queue`.
     Request,
+    /// A hold request was answered that it waits in line: `key`, `request`.
+    Queued,
     /// A grant arrived (answer or push): `key`, `request`, `lease`, `fence`,
     /// `group`, `sent` (when its request was sent).
     Granted,

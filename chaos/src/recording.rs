@@ -75,6 +75,11 @@ wrapper_driver!(RecordingDriver {
                 Ok(Acquire::Granted(granted))
             }
             Acquire::Queued { waiting, ahead } => {
+                self.recorder.record(
+                    Event::new(Kind::Queued)
+                        .key(&asked.key)
+                        .request(asked.request),
+                );
                 let (mut tx, rx) = oneshot::channel();
                 let (inner, recorder) = (self.inner.clone(), self.recorder.clone());
                 tokio::spawn(async move {

@@ -9,8 +9,8 @@ use super::{Options, Report, Rule, Violation};
 /// A waiting request that was granted: (first sent, granted, request id).
 type Granted<'a> = (u64, u64, &'a str, &'a RequestRec);
 
-/// LOCK-01: of two waiters on one key sent (by more than the slack) one
-/// after the other, the first is granted first, while the run is quiet.
+/// LOCK-01: a waiter the store answered "in line" before another request
+/// on its key was sent is granted before that one, while the run is quiet.
 pub fn fifo(run: &Run, options: &Options, report: &mut Report) {
     let mut by_key: HashMap<&str, Vec<Granted>> = HashMap::new();
     for (id, r) in &run.requests {
@@ -27,7 +27,7 @@ pub fn fifo(run: &Run, options: &Options, report: &mut Report) {
         for b in requests {
             waiting.retain(|a| a.1 > b.0);
             for a in &waiting {
-                if a.0 + options.fifo_slack_ns < b.0
+                if a.3.queued.is_some_and(|q| q < b.0)
                     && b.1 < a.1
                     && run.quiet(a.0.saturating_sub(options.settle_ns), a.1)
                 {
@@ -35,8 +35,8 @@ pub fn fifo(run: &Run, options: &Options, report: &mut Report) {
                         rule: Rule::NotFifo,
                         at: b.1,
                         detail: format!(
-                            "key {key}: request {} (pid {}) sent at {} granted at {}, after request {} (pid {}) sent at {} granted at {}",
-                            a.2, a.3.pid, a.0, a.1, b.2, b.3.pid, b.0, b.1
+                            "key {key}: request {} (pid {}) in line at {} granted at {}, after request {} (pid {}) sent at {} granted at {}",
+                            a.2, a.3.pid, a.3.queued.unwrap_or(0), a.1, b.2, b.3.pid, b.0, b.1
                         ),
                     });
                 }

@@ -54,6 +54,8 @@ pub struct RequestRec {
     pub queue: bool,
     /// The ttl in nanoseconds.
     pub ttl: u64,
+    /// When the store first answered that it waits in line.
+    pub queued: Option<u64>,
     /// The leases it was answered with, and when each first arrived.
     pub grants: Vec<(String, u64)>,
     /// When it was given up, if it was.
@@ -205,8 +207,14 @@ impl Run {
                             queue: e.queue.unwrap_or(true),
                             ttl: e.ttl_ms.unwrap_or(0) * 1_000_000,
                             grants: Vec::new(),
+                            queued: None,
                             given_up: None,
                         });
+                }
+                Kind::Queued => {
+                    if let Some(r) = e.request.as_ref().and_then(|id| run.requests.get_mut(id)) {
+                        r.queued.get_or_insert(e.ns);
+                    }
                 }
                 Kind::Granted => run.granted(e, key, &mut by_fence),
                 Kind::Renewed => {

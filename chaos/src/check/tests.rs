@@ -75,7 +75,13 @@ impl H {
         self
     }
 
-    /// A whole hold: request, grant, start, end, release, ok.
+    fn queued(&mut self, ms: u64, pid: u32, request: u128) -> &mut H {
+        self.0
+            .push(at(ms, pid, Kind::Queued).key("k").request(request));
+        self
+    }
+
+    /// A whole hold: request, grant (in line first when it waited), start, end, release, ok.
     #[allow(clippy::too_many_arguments)]
     fn hold(
         &mut self,
@@ -86,8 +92,11 @@ impl H {
         granted: u64,
         end: u64,
     ) -> &mut H {
-        self.request(asked, pid, id)
-            .granted(granted, pid, id, id, fence)
+        self.request(asked, pid, id);
+        if granted > asked + 1 {
+            self.queued(asked + 1, pid, id);
+        }
+        self.granted(granted, pid, id, id, fence)
             .app(granted + 1, pid, Kind::Start, fence, None)
             .app(end, pid, Kind::End, fence, None)
             .release(end + 1, pid, id)
