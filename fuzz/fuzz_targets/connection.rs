@@ -8,9 +8,10 @@
 //! bytes of one connection (else frames, below); bit 1 the server has a
 //! tokens file (`writer write`, `reader read`); bit 2 `--max-frame 1024`
 //! (else 64 KiB); bit 3 tiny limits (2 keys per connection, 2 waiters per
-//! key). Framed, the rest is records `[u16 LE length][payload]`, each sent
-//! as one frame; the length `0xffff` closes the connection and opens the
-//! next one to the same store.
+//! key); bit 4 the connections are open at the same time (else one after
+//! the other). Framed, the rest is records `[u16 LE length][payload]`, each
+//! sent as one frame; the length `0xffff` starts the next connection to the
+//! same store.
 //!
 //! Asserts, on what the server writes to each connection: nothing panics;
 //! it is whole frames that decode as `ServerFrame`s; the first is `Welcome`
@@ -88,9 +89,17 @@ async fn session(flags: u8, rest: &[u8]) {
     } else {
         framed(rest)
     };
-    for wire in wires {
-        let out = exchange(&connections, &wire).await;
-        check(&setup, &wire, &out);
+    let outs = if flags & 16 != 0 {
+        futures::future::join_all(wires.iter().map(|w| exchange(&connections, w))).await
+    } else {
+        let mut outs = Vec::new();
+        for wire in &wires {
+            outs.push(exchange(&connections, wire).await);
+        }
+        outs
+    };
+    for (wire, out) in wires.iter().zip(&outs) {
+        check(&setup, wire, out);
     }
 }
 

@@ -93,8 +93,9 @@ fn every_request() -> Vec<ClientFrame> {
     .collect()
 }
 
-/// A connection target input: the flags byte, then each connection's
-/// frames as `[u16 LE length][payload]`, connections separated by `0xffff`.
+/// A connection target input: the flags byte (16: the connections are
+/// open at the same time), then each connection's frames as
+/// `[u16 LE length][payload]`, connections separated by `0xffff`.
 fn session(flags: u8, connections: &[Vec<ClientFrame>]) -> Vec<u8> {
     let mut out = vec![flags];
     for (i, frames) in connections.iter().enumerate() {
@@ -146,6 +147,16 @@ fn connection(seeds: &mut BTreeMap<String, Vec<u8>>) {
     // The waiting request is claimed again from the next connection.
     let again = vec![hello(None), request(1, hold(2, "k", true, None))];
     seeds.insert("reconnect".into(), session(0, &[line, again]));
+    // Two connections at once: the second waits in line for the key the
+    // first holds, until the first gives its request up (releasing it).
+    let first = vec![
+        hello(None),
+        request(1, hold(21, "k", true, None)),
+        request(2, Request::Ping),
+        request(3, Request::GiveUp { request_id: 21 }),
+    ];
+    let second = vec![hello(None), request(1, hold(22, "k", true, None))];
+    seeds.insert("at-once".into(), session(16, &[first, second]));
     // Tokens: a writer, a reader (Hold is PermissionDenied), none.
     let mut reader = vec![hello(Some("reader"))];
     reader.extend(every_request());
