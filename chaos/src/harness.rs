@@ -163,6 +163,14 @@ struct Holder {
     child: Child,
 }
 
+impl Drop for Holder {
+    fn drop(&mut self) {
+        process::thaw(self.child.id());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 struct Rig {
     args: RunArgs,
     histories: PathBuf,
@@ -392,6 +400,26 @@ impl Rig {
         Ok(())
     }
 
+    /// Starts again every holder that exited on its own, recording its
+    /// exit (`holder_exit`, the exit status on stderr): a finding to look into.
+    fn restart_exited(&mut self) -> anyhow::Result<()> {
+        for i in 0..self.holders.len() {
+            let Ok(Some(status)) = self.holders[i].child.try_wait() else {
+                continue;
+            };
+            let pid = self.holders[i].child.id();
+            eprintln!(
+                "holder {} (pid {pid}) exited on its own: {status}",
+                self.holders[i].name
+            );
+            self.recorder.record(fault("holder_exit").target(pid));
+            self.frozen.remove(&pid);
+            let incarnation = self.holders[i].incarnation + 1;
+            self.holders[i] = self.spawn_holder(i as u32, incarnation)?;
+        }
+        Ok(())
+    }
+
     /// Thaws, stops (SIGTERM, then SIGKILL after 10 s) and reaps every holder.
     fn stop_holders(&mut self) {
         self.heal_due(Instant::now() + Duration::from_secs(3600));
@@ -477,6 +505,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         let pause = rig.rng.gen_range(0..args.fault_every_ms * 2);
         tokio::time::sleep(Duration::from_millis(pause)).await;
         rig.heal_due(Instant::now());
+        rig.restart_exited()?;
         if let Some(&kind) = kinds.choose(&mut rig.rng) {
             rig.inject(kind).await?;
         }

@@ -167,7 +167,8 @@ pub fn freeze(pid: u32) {
             .rsplit(')')
             .next()
             .and_then(|rest| rest.split_whitespace().next());
-        if state == Some("T") {
+        // Stopped, or already dead (a zombie no signal stops).
+        if matches!(state, Some("T" | "Z" | "X")) {
             return;
         }
         assert!(

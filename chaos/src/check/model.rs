@@ -112,8 +112,11 @@ pub struct Run {
     pub writes: Vec<WriteRec>,
     /// When each process was frozen: (from, to).
     pub frozen: HashMap<u32, Vec<(u64, u64)>>,
-    /// When each holder process was killed.
+    /// When each holder process was killed (or, for one that exited on its
+    /// own, when it last recorded anything).
     pub killed: HashMap<u32, u64>,
+    /// When each process last recorded anything.
+    pub last_seen: HashMap<u32, u64>,
     /// When the store (or a member of it) was killed.
     pub store_kills: Vec<u64>,
     /// Every fault's time span.
@@ -190,6 +193,9 @@ impl Run {
             end: events.last().map_or(0, |e| e.ns),
             ..Run::default()
         };
+        for e in &events {
+            run.last_seen.insert(e.pid, e.ns);
+        }
         let mut by_fence: HashMap<(u32, &str, u64), String> = HashMap::new();
         let mut open_faults: HashMap<(String, u32), u64> = HashMap::new();
         for e in &events {
@@ -364,6 +370,10 @@ impl Run {
                 }
             }
             "kill_server" => self.store_kills.push(e.ns),
+            "holder_exit" => {
+                let last = self.last_seen.get(&target).copied().unwrap_or(e.ns);
+                self.killed.insert(target, last);
+            }
             _ => {}
         }
         if ending(&kind).is_some() {
