@@ -467,7 +467,19 @@ async def test_LOCK_09_a_loss_before_the_block_is_told_on_the_next_turn() -> Non
 
 # LOCK-18: Ctrl-C while a blocking hold waits in line raises KeyboardInterrupt
 # (the wait releases the GIL and wakes for signals) and leaves the line.
+# Python's own SIGINT handler is installed for the test: a process started
+# in the background of a shell inherits SIGINT ignored, and Python then
+# installs none, so the signal would never arrive.
 def test_LOCK_18_ctrl_c_leaves_the_line_of_a_blocking_hold() -> None:
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        ctrl_c_leaves_the_line()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def ctrl_c_leaves_the_line() -> None:
     store = leasehold.memory()
     lock = store.lock("py-ctrl-c")
     with lock.hold("k"):
