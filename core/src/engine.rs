@@ -81,7 +81,6 @@ async fn leave_line(driver: Arc<dyn Driver>, request_id: RequestId, mut rx: Wait
 pub(crate) struct Acquired {
     pub(crate) granted: Granted,
     pub(crate) sent_at: Instant,
-    pub(crate) waited: bool,
 }
 
 /// Asks for a key, waiting in line when `queue` (pushed grant, or polling with
@@ -120,13 +119,7 @@ pub(crate) async fn acquire(
             }
         };
         match answer {
-            Acquire::Granted(granted) => {
-                return Ok(Some(Acquired {
-                    granted,
-                    sent_at,
-                    waited: false,
-                }))
-            }
+            Acquire::Granted(granted) => return Ok(Some(Acquired { granted, sent_at })),
             Acquire::NotHeld if !queue => return Ok(None),
             Acquire::NotHeld => {
                 let jittered = rand::thread_rng().gen_range(backoff / 2..=backoff);
@@ -162,11 +155,7 @@ pub(crate) async fn acquire(
                         let granted = got.map_err(|_| {
                             Error::new(ErrorKind::Closed, "the store went away while waiting")
                         })??;
-                        Ok(Some(Acquired {
-                            granted,
-                            sent_at,
-                            waited: true,
-                        }))
+                        Ok(Some(Acquired { granted, sent_at }))
                     }
                     None => {
                         line.leave().await;
@@ -243,7 +232,6 @@ impl Holding {
         let Acquired {
             granted,
             mut sent_at,
-            waited,
         } = acquired;
         let clock = driver.clock().clone();
         let shared_deadline = group.as_ref().map(|g| g.deadline().clone());
@@ -267,6 +255,7 @@ impl Holding {
             // The store counts a grant into a group as the group's renewal,
             // made after the request was sent; and so a renewal of the lease
             // by id for the group's ttl, which also answers a fresh maxHold.
+            // As below, little time left means a renewal first.
             group.confirmed(sent_at);
             let mut revoke_in = state.grant.revoke_in;
             let own = |sent: Instant, left: Option<Duration>| left.map(|l| sent + l - r.margin);
@@ -277,7 +266,7 @@ impl Holding {
                 .chain(own(sent_at, revoke_in))
                 .min()
                 .is_none_or(|d| d <= clock.now() + r.ttl / 3);
-            if waited && little_left {
+            if little_left {
                 sent_at = clock.now();
                 revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
                 group.confirmed(sent_at);
@@ -289,13 +278,15 @@ impl Holding {
         }
         let mut revoke_in = state.grant.revoke_in;
         if let Some(r) = renewal {
-            // A grant that came while the request waited was made at some
-            // time after the request was sent, so the send time still gives
-            // a deadline the store has surely not passed. When little of it
-            // is left, a renewal sent now gives a fresh one before the
-            // function starts; else the keeper renews on its schedule from
-            // that send time, and the handoff costs no extra round trip.
-            if waited && sent_at + r.ttl - r.margin <= clock.now() + r.ttl / 3 {
+            // A grant, made at once or after a wait in line, was made at
+            // some time after the request was sent, so the send time gives a
+            // deadline the store has surely not passed. When little of it is
+            // left (a wait in line, or an answer slow to come), a renewal
+            // sent now gives a fresh one before the function starts, or fails
+            // `Lost` if the store let the lease go meanwhile; else the keeper
+            // renews on its schedule from that send time, and the handoff
+            // costs no extra round trip.
+            if sent_at + r.ttl - r.margin <= clock.now() + r.ttl / 3 {
                 sent_at = clock.now();
                 revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
             }

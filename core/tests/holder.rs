@@ -536,11 +536,7 @@ async fn lock_06_leases_of_one_ttl_share_one_renewal() {
             .renewal(true),
         &tokio::runtime::Handle::current(),
     ));
-    let counting = Arc::new(CountingRenewals {
-        inner: memory.clone(),
-        groups: AtomicUsize::new(0),
-        leases: AtomicUsize::new(0),
-    });
+    let counting = Arc::new(Instrumented::new(memory.clone(), None));
     let store = Store::from_driver(counting.clone(), tokio::runtime::Handle::current());
     let holder_of = |_: &Store, lock: &str, key: &str| {
         memory
@@ -590,23 +586,89 @@ async fn lock_06_leases_of_one_ttl_share_one_renewal() {
     }
 }
 
-/// A store that counts the renewals it is asked for.
-struct CountingRenewals {
+// LOCK-04, LOCK-10: a grant answered after the holder's deadline (found by
+// the chaos harness on etcd: a hold answered 3.5 s late with a 2 s ttl) is
+// renewed before the function starts; when the store let the lease go
+// meanwhile, the hold fails Lost and the function never runs: on a store
+// that renews by group, and on one that renews by id.
+#[tokio::test]
+async fn lock_04_a_grant_answered_past_the_deadline_runs_nothing() {
+    for group in [true, false] {
+        let clock = VirtualClock::new();
+        let memory = Arc::new(MemoryDriver::new(
+            MemoryOptions::default()
+                .clock(clock.clone().into())
+                .renewal(true),
+            &tokio::runtime::Handle::current(),
+        ));
+        let late = Arc::new(Instrumented {
+            by_group: group,
+            ..Instrumented::new(memory.clone(), Some((clock.clone(), S(12))))
+        });
+        let store = Store::from_driver(late.clone(), tokio::runtime::Handle::current());
+        let lock = store.lock("l").ttl(S(9)).margin(S(1)).open().unwrap();
+        let ran = AtomicUsize::new(0);
+        let outcome = lock
+            .hold_async("k", |_| async {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, Error>(())
+            })
+            .await;
+        let err = outcome.expect_err("a lease the store let go was held");
+        assert_eq!(err.kind(), ErrorKind::Lost, "group {group}: {err}");
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            0,
+            "group {group}: the function ran"
+        );
+        assert_eq!(
+            late.leases.load(Ordering::SeqCst),
+            1,
+            "group {group}: one renewal first"
+        );
+    }
+}
+
+/// A store that counts the renewals it is asked for; given `late`, it
+/// answers a hold late (the virtual clock moved on by that much before the
+/// answer comes) and renews by id only, as the etcd store does.
+struct Instrumented {
     inner: Arc<MemoryDriver>,
     groups: AtomicUsize,
     leases: AtomicUsize,
+    late: Option<(VirtualClock, Duration)>,
+    by_group: bool,
+}
+
+impl Instrumented {
+    fn new(inner: Arc<MemoryDriver>, late: Option<(VirtualClock, Duration)>) -> Instrumented {
+        Instrumented {
+            inner,
+            groups: AtomicUsize::new(0),
+            leases: AtomicUsize::new(0),
+            late,
+            by_group: true,
+        }
+    }
 }
 
 #[async_trait::async_trait]
-impl Driver for CountingRenewals {
+impl Driver for Instrumented {
     fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+        Capabilities {
+            groups: self.by_group && self.inner.capabilities().groups,
+            ..self.inner.capabilities()
+        }
     }
     fn clock(&self) -> &Clock {
         self.inner.clock()
     }
     async fn hold(&self, request: HoldRequest) -> leasehold::Result<Acquire> {
-        self.inner.hold(request).await
+        let answer = self.inner.hold(request).await;
+        if let Some((clock, by)) = &self.late {
+            clock.advance(*by).await;
+        }
+        answer
     }
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> leasehold::Result<Grant> {
         self.leases.fetch_add(1, Ordering::SeqCst);
