@@ -22,6 +22,7 @@ fn global() -> Handle {
                 Builder::new_multi_thread()
                     .worker_threads(2)
                     .thread_name("leasehold")
+                    .on_thread_start(block_sigpipe)
                     .enable_all()
                     .build()
                     .expect("the leasehold runtime starts"),
@@ -29,6 +30,22 @@ fn global() -> Handle {
             *slot = Some((pid, rt));
             rt.handle().clone()
         }
+    }
+}
+
+/// Keeps SIGPIPE off the runtime's threads: a write to a connection the peer
+/// closed then fails `EPIPE` (which the store's code handles) instead of
+/// killing a process that has SIGPIPE's default action, as a Go program
+/// linking the C library has on its non-Go threads. A vectored write
+/// (`writev`, as hyper and tonic do) has no flag to ask for that per call.
+fn block_sigpipe() {
+    #[cfg(unix)]
+    {
+        use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow, Signal};
+        let mut pipe = SigSet::empty();
+        pipe.add(Signal::SIGPIPE);
+        // Failing would only leave the thread as it was.
+        let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&pipe), None);
     }
 }
 
