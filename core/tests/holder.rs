@@ -529,13 +529,7 @@ async fn lock_20_other_keys_are_not_delayed() {
 // longer renewed (its key goes to the next in line on time).
 #[tokio::test]
 async fn lock_06_leases_of_one_ttl_share_one_renewal() {
-    let clock = VirtualClock::new();
-    let memory = Arc::new(MemoryDriver::new(
-        MemoryOptions::default()
-            .clock(clock.clone().into())
-            .renewal(true),
-        &tokio::runtime::Handle::current(),
-    ));
+    let (clock, memory) = renewal_driver();
     let counting = Arc::new(Instrumented::new(memory.clone(), None));
     let store = Store::from_driver(counting.clone(), tokio::runtime::Handle::current());
     let holder_of = |_: &Store, lock: &str, key: &str| {
@@ -594,13 +588,7 @@ async fn lock_06_leases_of_one_ttl_share_one_renewal() {
 #[tokio::test]
 async fn lock_04_a_grant_answered_past_the_deadline_runs_nothing() {
     for group in [true, false] {
-        let clock = VirtualClock::new();
-        let memory = Arc::new(MemoryDriver::new(
-            MemoryOptions::default()
-                .clock(clock.clone().into())
-                .renewal(true),
-            &tokio::runtime::Handle::current(),
-        ));
+        let (clock, memory) = renewal_driver();
         let late = Arc::new(Instrumented {
             by_group: group,
             ..Instrumented::new(memory.clone(), Some((clock.clone(), S(12))))
@@ -627,6 +615,19 @@ async fn lock_04_a_grant_answered_past_the_deadline_runs_nothing() {
             "group {group}: one renewal first"
         );
     }
+}
+
+/// An embedded driver in renewal mode (leases run out unless renewed) on a
+/// virtual clock, on the test's runtime.
+fn renewal_driver() -> (VirtualClock, Arc<MemoryDriver>) {
+    let clock = VirtualClock::new();
+    let memory = Arc::new(MemoryDriver::new(
+        MemoryOptions::default()
+            .clock(clock.clone().into())
+            .renewal(true),
+        &tokio::runtime::Handle::current(),
+    ));
+    (clock, memory)
 }
 
 /// A store that counts the renewals it is asked for; given `late`, it
