@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the one version of everything `make dist` builds: the workspace's
 # (Cargo.toml, [workspace.package] version), after checking that every
-# package that states a version of its own states the same one.
+# crate of the workspace and the Node package state the same one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
@@ -14,10 +14,11 @@ check() { # what, version found
   fi
 }
 check bindings-node/package.json "$(node -p 'require("./bindings-node/package.json").version')"
-for manifest in */Cargo.toml; do
-  own=$(sed -n '/^\[package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$manifest")
-  [ -z "$own" ] || check "$manifest" "$own"
-done
+# The workspace's members, as cargo sees them (fuzz/ is a workspace of its own, never shipped).
+while read -r name own; do
+  check "crate $name" "$own"
+done < <("${CARGO:-cargo}" metadata --no-deps --format-version 1 --offline |
+  python3 -c 'import json, sys; [print(p["name"], p["version"]) for p in json.load(sys.stdin)["packages"]]')
 if grep -q '^version' bindings-python/pyproject.toml; then
   check bindings-python/pyproject.toml "$(sed -n 's/^version = "\(.*\)"/\1/p' bindings-python/pyproject.toml)"
 fi
