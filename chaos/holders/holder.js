@@ -5,15 +5,20 @@
 // `ns` from CLOCK_MONOTONIC: process.hrtime.bigint). The binding's own calls
 // are out of its sight, so it records what its holder sees: the request (no
 // request id), the grant (its fence), the function's start and end, the
-// loss and the hold's outcome. It makes no fenced write: Node has no flock
-// for the register's. Its holds are short, so that no renewal is needed.
+// loss, the hold's outcome and, given --postgres, the fenced write to the
+// run's PostgreSQL table (chaos/src/postgres.rs: the same statement as the
+// Rust holders', through pg). Node has no flock for the file register, so
+// without --postgres it writes nothing. Its holds are short, so that no
+// renewal is needed.
 'use strict'
 
 const fs = require('node:fs')
 const path = require('node:path')
 const { parseArgs } = require('node:util')
 const { setTimeout: sleep } = require('node:timers/promises')
-const { connect } = require(path.join(__dirname, '../../bindings-node'))
+const { createRequire } = require('node:module')
+const bindings = path.join(__dirname, '../../bindings-node')
+const { connect } = require(bindings)
 
 const { values: args } = parseArgs({
   options: {
@@ -24,6 +29,7 @@ const { values: args } = parseArgs({
     seed: { type: 'string', default: '0' },
     keys: { type: 'string', default: '4' },
     'ttl-ms': { type: 'string', default: '1000' },
+    postgres: { type: 'string' },
   },
 })
 
@@ -53,6 +59,29 @@ function random() {
   return ((t ^ (t >>> 14)) >>> 0) / 4294967296
 }
 
+/**
+ * The run's table (chaos/src/postgres.rs) through pg, from the binding's own
+ * dependencies; `null` without --postgres.
+ */
+async function fencedTable() {
+  if (args.postgres === undefined) return null
+  const { Client } = createRequire(path.join(bindings, 'package.json'))('pg')
+  const client = new Client({ connectionString: args.postgres })
+  await client.connect()
+  return client
+}
+
+/** Writes `fence` to `key` if it is larger than the row's, recording the outcome. */
+async function writeFenced(client, key, fence) {
+  const { rows } = await client.query(
+    'UPDATE chaos_fenced SET fence = $2::text::numeric, writes = writes + 1 ' +
+      'WHERE key = $1 AND fence < $2::text::numeric RETURNING writes',
+    [key, fence.toString()],
+  )
+  const landed = rows.length === 1
+  record('write', { key, fence, reason: landed ? 'landed' : 'refused', seq: landed ? Number(rows[0].writes) : 0 })
+}
+
 let stop = false
 process.on('SIGTERM', () => {
   stop = true
@@ -60,6 +89,7 @@ process.on('SIGTERM', () => {
 
 async function main() {
   const ttlMs = Number(args['ttl-ms'])
+  const table = await fencedTable()
   let store = null
   while (store === null) {
     store = await connect(args.url).catch(() => null)
@@ -76,7 +106,9 @@ async function main() {
       fence = lease.fence
       record('granted', { key, fence, lease: `${process.pid.toString(16)}-${fence.toString(16)}` })
       record('start', { key, fence })
-      await sleep(holdFor)
+      await sleep(holdFor / 2)
+      if (table !== null && !lease.lost) await writeFenced(table, key, fence)
+      await sleep(holdFor / 2)
       record('end', { key, fence })
       return true
     }
@@ -92,6 +124,7 @@ async function main() {
     }
   }
   await store.close()
+  if (table !== null) await table.end()
 }
 
 main().catch((error) => {

@@ -148,8 +148,9 @@ pub struct RunArgs {
     /// Where the run's histories, register and data go (emptied first).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// The Rust holders write their fences to this PostgreSQL (`make
-    /// postgres`), whose table the checker then reads; else to the file register.
+    /// The Rust and Node holders write their fences to this PostgreSQL
+    /// (`make postgres`), whose table the checker then reads; else the Rust
+    /// holders write to the file register and the Node ones write nothing.
     #[arg(long)]
     pub postgres: Option<String>,
     /// Breaks the store on purpose (the checker's own tests).
@@ -222,6 +223,9 @@ impl Rig {
         let (name, mut cmd) = if index >= node {
             let mut cmd = Command::new(&self.args.node);
             cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/holder.js"));
+            if let Some(url) = &self.args.postgres {
+                cmd.args(["--postgres", url]);
+            }
             (format!("node-{}", index - node), cmd)
         } else if index >= go {
             (
