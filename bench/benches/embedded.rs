@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_main, BenchmarkId, Criterion};
 use leasehold::clock::Clock;
+use leasehold::driver::HoldAnswer;
 use leasehold::fence::Fences;
-use leasehold::table::{HoldAnswer, HoldRequest, KeyName, LeaseTable, Limits};
+use leasehold::table::{HoldRequest, KeyName, LeaseTable, Limits};
 use leasehold::{HoldOptions, LeaseId, Lock, RequestId, Store};
 use leasehold_bench::keys;
 use tokio::runtime::Runtime;

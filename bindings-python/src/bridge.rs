@@ -420,7 +420,7 @@ where
     match on {
         Some(runtime) => {
             let keep = !matches!(cancel, Cancel::Drop);
-            bridge(py, OnRuntime::spawn(runtime, fut, keep), cancel)
+            bridge(py, SpawnedCall::spawn(runtime, fut, keep), cancel)
         }
         None => bridge(py, fut, cancel),
     }
@@ -428,24 +428,24 @@ where
 
 /// A core future run as a task of another runtime; dropped, it aborts the
 /// task unless told to let it run on.
-struct OnRuntime<T> {
+struct SpawnedCall<T> {
     task: tokio::task::JoinHandle<leasehold::Result<T>>,
     run_on: bool,
 }
 
-impl<T: Send + 'static> OnRuntime<T> {
-    fn spawn<F>(runtime: &Handle, fut: F, run_on: bool) -> OnRuntime<T>
+impl<T: Send + 'static> SpawnedCall<T> {
+    fn spawn<F>(runtime: &Handle, fut: F, run_on: bool) -> SpawnedCall<T>
     where
         F: Future<Output = leasehold::Result<T>> + Send + 'static,
     {
-        OnRuntime {
+        SpawnedCall {
             task: runtime.spawn(fut),
             run_on,
         }
     }
 }
 
-impl<T> Future for OnRuntime<T> {
+impl<T> Future for SpawnedCall<T> {
     type Output = leasehold::Result<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -455,7 +455,7 @@ impl<T> Future for OnRuntime<T> {
     }
 }
 
-impl<T> Drop for OnRuntime<T> {
+impl<T> Drop for SpawnedCall<T> {
     fn drop(&mut self) {
         if !self.run_on {
             self.task.abort();

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use leasehold::driver::{
-    loss_channel, Acquire, Driver, GiveUp, Grant, Granted, HoldRequest, LossSender,
+    loss_channel, Driver, GiveUp, Grant, Granted, HoldAnswer, HoldRequest, LossSender,
 };
 use leasehold::{GroupId, LeaseId, RequestId, Result};
 
@@ -66,13 +66,13 @@ impl BrokenDriver {
 wrapper_driver!(BrokenDriver {
 
 
-    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+    async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         let request_id = request.request_id;
         match self.inner.hold(request).await? {
-            Acquire::Granted(granted) => Ok(Acquire::Granted(self.broken(granted))),
-            Acquire::Queued { .. } if self.breakage == Breakage::GrantTwice => {
+            HoldAnswer::Granted(granted) => Ok(HoldAnswer::Granted(self.broken(granted))),
+            HoldAnswer::Queued { .. } if self.breakage == Breakage::GrantTwice => {
                 let _ = self.inner.give_up(request_id).await;
-                Ok(Acquire::Granted(Granted {
+                Ok(HoldAnswer::Granted(Granted {
                     grant: Grant {
                         request_id,
                         lease_id: LeaseId::random(),
@@ -84,7 +84,7 @@ wrapper_driver!(BrokenDriver {
                     lost: self.never_lost(),
                 }))
             }
-            Acquire::Queued { waiting, ahead } if self.breakage == Breakage::StaleFence => {
+            HoldAnswer::Queued { waiting, ahead } if self.breakage == Breakage::StaleFence => {
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 let fence = self.next_fence.fetch_sub(1, Ordering::Relaxed);
                 tokio::spawn(async move {
@@ -95,7 +95,7 @@ wrapper_driver!(BrokenDriver {
                         }));
                     }
                 });
-                Ok(Acquire::Queued { waiting: rx, ahead })
+                Ok(HoldAnswer::Queued { waiting: rx, ahead })
             }
             other => Ok(other),
         }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use leasehold::driver::{Acquire, Driver, GiveUp, Grant, HoldRequest};
+use leasehold::driver::{Driver, GiveUp, Grant, HoldAnswer, HoldRequest};
 use leasehold::{GroupId, LeaseId, RequestId, Result};
 use tokio::sync::oneshot;
 
@@ -53,7 +53,7 @@ impl Asked {
 wrapper_driver!(RecordingDriver {
 
 
-    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+    async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         let asked = Asked {
             key: request.name.key.to_string(),
             request: request.request_id.0,
@@ -70,11 +70,11 @@ wrapper_driver!(RecordingDriver {
         }
         self.recorder.record(e);
         match self.inner.hold(request).await? {
-            Acquire::Granted(granted) => {
+            HoldAnswer::Granted(granted) => {
                 self.recorder.record(asked.granted(&granted.grant));
-                Ok(Acquire::Granted(granted))
+                Ok(HoldAnswer::Granted(granted))
             }
-            Acquire::Queued { waiting, ahead } => {
+            HoldAnswer::Queued { waiting, ahead } => {
                 self.recorder.record(
                     Event::new(Kind::Queued)
                         .key(&asked.key)
@@ -98,9 +98,9 @@ wrapper_driver!(RecordingDriver {
                         let _ = inner.release(lease).await;
                     }
                 });
-                Ok(Acquire::Queued { waiting: rx, ahead })
+                Ok(HoldAnswer::Queued { waiting: rx, ahead })
             }
-            Acquire::NotHeld => Ok(Acquire::NotHeld),
+            HoldAnswer::NotHeld => Ok(HoldAnswer::NotHeld),
         }
     }
 

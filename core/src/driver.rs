@@ -60,18 +60,23 @@ pub struct HolderInfo {
     pub expires_in: Option<Duration>,
 }
 
-/// The answer to [`Driver::hold`].
-#[derive(Debug)]
-pub enum Acquire {
-    /// The key is the request's.
-    Granted(Granted),
-    /// The key is held and the request did not ask to wait.
+/// A store's answer to a hold request: the same three answers from the
+/// lease table and from every driver ([`Driver::hold`]). `G` is what a grant
+/// hands over and `W` where a queued request's grant will arrive: a driver
+/// answers with a [`Granted`] lease and its [`Waiting`] receiver (the
+/// defaults); the table, which delivers a waiter's grant as an event, with
+/// the bare [`Grant`] and `()`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HoldAnswer<G = Granted, W = Waiting> {
+    /// The key is the request's (or was already: a retried request).
+    Granted(G),
+    /// The key is held and the request did not ask to wait (tryHold).
     NotHeld,
-    /// The request waits in line (only for drivers that push grants).
+    /// The request waits in line (only on stores that push grants).
     Queued {
         /// Where its grant will arrive.
-        waiting: Waiting,
-        /// How many requests are ahead of it.
+        waiting: W,
+        /// How many requests are ahead of it in line.
         ahead: usize,
     },
 }
@@ -90,7 +95,7 @@ pub trait Driver: Send + Sync + 'static {
     fn clock(&self) -> &Clock;
 
     /// Asks for a key. Repeating a request id answers as before (LOCK-03).
-    async fn hold(&self, request: HoldRequest) -> Result<Acquire>;
+    async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer>;
 
     /// Renews a lease by its id for `ttl` from the store's now (its own ttl when `None`).
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant>;

@@ -12,10 +12,10 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Instant;
-use crate::driver::{Acquire, Driver, Granted, Waiting};
+use crate::driver::{Driver, Granted, HoldAnswer, Waiting};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Group;
-use crate::held::{keep, Deadlines, Held, HeldState, Renewed};
+use crate::held::{keep, Held, HeldState, HolderDeadlines, Renewed};
 use crate::ids::RequestId;
 use crate::lease::{Lease, LeaseState};
 use crate::loss::LossReason;
@@ -119,9 +119,9 @@ pub(crate) async fn acquire(
             }
         };
         match answer {
-            Acquire::Granted(granted) => return Ok(Some(Acquired { granted, sent_at })),
-            Acquire::NotHeld if !queue => return Ok(None),
-            Acquire::NotHeld => {
+            HoldAnswer::Granted(granted) => return Ok(Some(Acquired { granted, sent_at })),
+            HoldAnswer::NotHeld if !queue => return Ok(None),
+            HoldAnswer::NotHeld => {
                 let jittered = rand::thread_rng().gen_range(backoff / 2..=backoff);
                 let next = clock.now() + jittered;
                 backoff = (backoff * 2).min(POLL_CAP);
@@ -135,7 +135,7 @@ pub(crate) async fn acquire(
                     }
                 }
             }
-            Acquire::Queued { waiting: rx, .. } => {
+            HoldAnswer::Queued { waiting: rx, .. } => {
                 let mut line = InLine {
                     driver: driver.clone(),
                     runtime: runtime.clone(),
@@ -295,7 +295,7 @@ impl Holding {
             state.held.set_deadline(state.grant.revoke_at);
         }
         if let Some(r) = renewal {
-            let deadlines = Deadlines::new(r, sent_at, revoke_in);
+            let deadlines = HolderDeadlines::new(r, sent_at, revoke_in);
             state.held.set_deadline(Some(deadlines.holder()));
             let done = CancellationToken::new();
             runtime.spawn(keep_lease(driver, state, done.clone(), deadlines, r.ttl));
@@ -430,7 +430,7 @@ async fn keep_lease(
     driver: Arc<dyn Driver>,
     state: Arc<LeaseState>,
     done: CancellationToken,
-    deadlines: Deadlines,
+    deadlines: HolderDeadlines,
     ttl: Duration,
 ) {
     let id = state.lease_id();

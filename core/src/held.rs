@@ -147,21 +147,21 @@ pub trait Held: Send + 'static {
 /// yet let the holding go (LOCK-04): the ttl one moves with every renewal,
 /// the maxHold one is fixed.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Deadlines {
+pub(crate) struct HolderDeadlines {
     renewal: Renewal,
     last_sent: Instant,
     by_ttl: Instant,
     by_max_hold: Option<Instant>,
 }
 
-impl Deadlines {
+impl HolderDeadlines {
     /// The deadlines after a grant sent at `sent_at` that answered `revoke_in`.
     pub(crate) fn new(
         renewal: Renewal,
         sent_at: Instant,
         revoke_in: Option<Duration>,
-    ) -> Deadlines {
-        let mut d = Deadlines {
+    ) -> HolderDeadlines {
+        let mut d = HolderDeadlines {
             renewal,
             last_sent: sent_at,
             by_ttl: sent_at,
@@ -214,7 +214,7 @@ pub(crate) enum Renewed {
 pub(crate) async fn keep<F, Fut>(
     held: &HeldState,
     done: CancellationToken,
-    mut deadlines: Deadlines,
+    mut deadlines: HolderDeadlines,
     mut renew: F,
 ) where
     F: FnMut() -> Fut,

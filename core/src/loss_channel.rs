@@ -15,7 +15,8 @@ use crate::loss::LossReason;
 
 type Callback = Box<dyn FnOnce(LossReason) + Send>;
 
-enum State {
+/// Where a channel's one loss is: not sent yet (with who waits for it), sent, or gone.
+enum LossStatus {
     Open {
         waker: Option<Waker>,
         callback: Option<Callback>,
@@ -25,24 +26,25 @@ enum State {
     Done,
 }
 
-struct Shared {
-    state: Mutex<State>,
+/// The channel's one loss, shared by its two ends.
+struct LossCell {
+    state: Mutex<LossStatus>,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl LossCell {
+    fn lock(&self) -> MutexGuard<'_, LossStatus> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 /// The store's end: [`LossSender::send`] once, or drop it for "nothing was lost".
 pub struct LossSender {
-    shared: Arc<Shared>,
+    shared: Arc<LossCell>,
 }
 
 /// The holder's end: await it, or hand it a callback with [`LossReceiver::on_loss`].
 pub struct LossReceiver {
-    shared: Arc<Shared>,
+    shared: Arc<LossCell>,
 }
 
 /// What a [`LossReceiver`] yields when its sender went away without a loss.
@@ -71,8 +73,8 @@ impl std::error::Error for NothingLost {}
 /// assert_eq!(*seen.lock().unwrap(), Some(LossReason::Closed));
 /// ```
 pub fn loss_channel() -> (LossSender, LossReceiver) {
-    let shared = Arc::new(Shared {
-        state: Mutex::new(State::Open {
+    let shared = Arc::new(LossCell {
+        state: Mutex::new(LossStatus::Open {
             waker: None,
             callback: None,
         }),
@@ -90,7 +92,8 @@ impl LossSender {
     /// this thread, or wakes the task awaiting it.
     pub fn send(self, reason: LossReason) {
         let mut state = self.shared.lock();
-        let State::Open { waker, callback } = std::mem::replace(&mut *state, State::Done) else {
+        let LossStatus::Open { waker, callback } = std::mem::replace(&mut *state, LossStatus::Done)
+        else {
             return;
         };
         match callback {
@@ -99,7 +102,7 @@ impl LossSender {
                 callback(reason);
             }
             None => {
-                *state = State::Sent(reason);
+                *state = LossStatus::Sent(reason);
                 drop(state);
                 if let Some(waker) = waker {
                     waker.wake();
@@ -112,9 +115,9 @@ impl LossSender {
 impl Drop for LossSender {
     fn drop(&mut self) {
         let mut state = self.shared.lock();
-        if let State::Open { waker, .. } = &mut *state {
+        if let LossStatus::Open { waker, .. } = &mut *state {
             let waker = waker.take();
-            *state = State::Done;
+            *state = LossStatus::Done;
             drop(state);
             if let Some(waker) = waker {
                 waker.wake();
@@ -129,14 +132,14 @@ impl LossReceiver {
     pub fn on_loss(self, callback: impl FnOnce(LossReason) + Send + 'static) {
         let mut state = self.shared.lock();
         match &mut *state {
-            State::Open { callback: slot, .. } => *slot = Some(Box::new(callback)),
-            State::Sent(reason) => {
+            LossStatus::Open { callback: slot, .. } => *slot = Some(Box::new(callback)),
+            LossStatus::Sent(reason) => {
                 let reason = *reason;
-                *state = State::Done;
+                *state = LossStatus::Done;
                 drop(state);
                 callback(reason);
             }
-            State::Done => {}
+            LossStatus::Done => {}
         }
     }
 }
@@ -147,18 +150,18 @@ impl Future for LossReceiver {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut state = self.shared.lock();
         match &mut *state {
-            State::Open { waker, .. } => {
+            LossStatus::Open { waker, .. } => {
                 if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                     *waker = Some(cx.waker().clone());
                 }
                 Poll::Pending
             }
-            State::Sent(reason) => {
+            LossStatus::Sent(reason) => {
                 let reason = *reason;
-                *state = State::Done;
+                *state = LossStatus::Done;
                 Poll::Ready(Ok(reason))
             }
-            State::Done => Poll::Ready(Err(NothingLost)),
+            LossStatus::Done => Poll::Ready(Err(NothingLost)),
         }
     }
 }

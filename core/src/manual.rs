@@ -13,8 +13,9 @@ use crate::loss::LossReason;
 /// every lock's keys (a lock name is never empty).
 pub(crate) const MANUAL_LOCK: &str = "";
 
+/// Whether a manual lease is still held, released, or lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
+enum ManualStatus {
     Held,
     Released,
     /// Lost; `reported` once a `release` has said so.
@@ -31,7 +32,7 @@ struct Inner {
     lease_id: LeaseId,
     fence: u64,
     /// Held across the store call, so that concurrent calls see each other's outcome.
-    state: tokio::sync::Mutex<State>,
+    state: tokio::sync::Mutex<ManualStatus>,
 }
 
 impl std::fmt::Debug for dyn Driver {
@@ -73,7 +74,7 @@ impl ManualLease {
                 name: name.to_owned(),
                 lease_id,
                 fence,
-                state: tokio::sync::Mutex::new(State::Held),
+                state: tokio::sync::Mutex::new(ManualStatus::Held),
             }),
         }
     }
@@ -95,14 +96,16 @@ impl ManualLease {
         crate::duration::check_ttl("the extension", d)?;
         let mut state = self.inner.state.lock().await;
         match *state {
-            State::Held => {}
-            State::Released => return Err(Error::new(ErrorKind::Lost, "the lease was released")),
-            State::Lost { reason, .. } => return Err(Error::lost(reason)),
+            ManualStatus::Held => {}
+            ManualStatus::Released => {
+                return Err(Error::new(ErrorKind::Lost, "the lease was released"))
+            }
+            ManualStatus::Lost { reason, .. } => return Err(Error::lost(reason)),
         }
         match self.inner.driver.renew(self.inner.lease_id, Some(d)).await {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == ErrorKind::Lost => {
-                *state = State::Lost {
+                *state = ManualStatus::Lost {
                     reason: e.loss_reason().unwrap_or(LossReason::Unknown),
                     reported: false,
                 };
@@ -119,26 +122,26 @@ impl ManualLease {
     pub async fn release(&self) -> Result<()> {
         let mut state = self.inner.state.lock().await;
         match *state {
-            State::Released | State::Lost { reported: true, .. } => return Ok(()),
-            State::Lost {
+            ManualStatus::Released | ManualStatus::Lost { reported: true, .. } => return Ok(()),
+            ManualStatus::Lost {
                 reason,
                 reported: false,
             } => {
-                *state = State::Lost {
+                *state = ManualStatus::Lost {
                     reason,
                     reported: true,
                 };
                 return Err(Error::lost(reason));
             }
-            State::Held => {}
+            ManualStatus::Held => {}
         }
         match self.inner.driver.release(self.inner.lease_id).await {
             Ok(()) => {
-                *state = State::Released;
+                *state = ManualStatus::Released;
                 Ok(())
             }
             Err(e) if e.kind() == ErrorKind::Lost => {
-                *state = State::Lost {
+                *state = ManualStatus::Lost {
                     reason: e.loss_reason().unwrap_or(LossReason::Unknown),
                     reported: true,
                 };

@@ -10,14 +10,14 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::clock::{Clock, Instant};
 use crate::driver::{
-    loss_channel, Acquire, Capabilities, Driver, Granted, HolderInfo, LossReceiver, LossSender,
+    loss_channel, Capabilities, Driver, Granted, HoldAnswer, HolderInfo, LossReceiver, LossSender,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::slots::{AcquireResult, Recovered, SlotJournal, SlotLease, SlotRequest, SlotTable};
-use crate::table::{Event, GiveUp, Grant, HoldAnswer, HoldRequest, LeaseTable, Limits};
+use crate::table::{Event, GiveUp, Grant, HoldRequest, LeaseTable, Limits};
 
 /// How an embedded store behaves.
 ///
@@ -79,7 +79,9 @@ impl MemoryOptions {
     }
 }
 
-struct State {
+/// The embedded store's tables and what hangs on them: the lease table,
+/// the channels of its waiters and holders, the slot table and its journal.
+struct MemoryTables {
     table: LeaseTable,
     waiters: HashMap<RequestId, oneshot::Sender<Result<Granted>>>,
     losses: HashMap<LeaseId, LossSender>,
@@ -90,16 +92,18 @@ struct State {
     closed: bool,
 }
 
-struct Shared {
+/// What the driver and its timer task share: the clock, the capabilities,
+/// the tables under their lock, and the timer's wake-up.
+struct MemoryDriverCore {
     clock: Clock,
     capabilities: Capabilities,
-    state: Mutex<State>,
+    state: Mutex<MemoryTables>,
     wake_timer: Arc<Notify>,
 }
 
 /// The embedded store's driver.
 pub struct MemoryDriver {
-    shared: Arc<Shared>,
+    shared: Arc<MemoryDriverCore>,
 }
 
 impl MemoryDriver {
@@ -124,10 +128,10 @@ impl MemoryDriver {
     }
 
     fn with_fences(options: MemoryOptions, fences: Fences, runtime: &Handle) -> MemoryDriver {
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(MemoryDriverCore {
             clock: options.clock,
             capabilities: options.capabilities,
-            state: Mutex::new(State {
+            state: Mutex::new(MemoryTables {
                 table: LeaseTable::new(fences, options.limits),
                 waiters: HashMap::new(),
                 losses: HashMap::new(),
@@ -201,7 +205,7 @@ impl MemoryDriver {
     }
 
     /// The table's holders of `lock` (or of every lock), with their lease ids, for inspection.
-    pub fn table_holders(&self, lock: Option<&str>) -> Vec<crate::table::Holder> {
+    pub fn table_holders(&self, lock: Option<&str>) -> Vec<crate::table::KeyHolder> {
         self.shared.lock().table.holders(lock)
     }
 }
@@ -212,13 +216,13 @@ impl Drop for MemoryDriver {
     }
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl MemoryDriverCore {
+    fn lock(&self) -> MutexGuard<'_, MemoryTables> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Runs `op` on the open store, then delivers what it caused.
-    fn with_state<T>(&self, op: impl FnOnce(&mut State, Instant) -> Result<T>) -> Result<T> {
+    fn with_state<T>(&self, op: impl FnOnce(&mut MemoryTables, Instant) -> Result<T>) -> Result<T> {
         let mut st = self.lock();
         if st.closed {
             return Err(Error::new(ErrorKind::Closed, "the store is closed"));
@@ -239,7 +243,7 @@ impl Shared {
 
 /// Sends the table's events to whoever waits for them. A grant whose waiter
 /// went away is released at once, never leaked (LOCK-18).
-fn deliver(st: &mut State, now: Instant) {
+fn deliver(st: &mut MemoryTables, now: Instant) {
     loop {
         let events = st.table.drain_events();
         if events.is_empty() {
@@ -284,7 +288,7 @@ fn deliver(st: &mut State, now: Instant) {
 }
 
 /// Lets leases expire and revocations happen on time when no call comes.
-async fn run_timer(shared: Weak<Shared>) {
+async fn run_timer(shared: Weak<MemoryDriverCore>) {
     loop {
         let Some(s) = shared.upgrade() else { return };
         let (next, clock) = {
@@ -327,7 +331,7 @@ impl Driver for MemoryDriver {
         &self.shared.clock
     }
 
-    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+    async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         let request_id = request.request_id;
         let queue = request.queue && self.shared.capabilities.push;
         let request = HoldRequest { queue, ..request };
@@ -336,13 +340,13 @@ impl Driver for MemoryDriver {
                 HoldAnswer::Granted(grant) => {
                     let (tx, rx) = loss_channel();
                     st.losses.insert(grant.lease_id, tx);
-                    Acquire::Granted(Granted { grant, lost: rx })
+                    HoldAnswer::Granted(Granted { grant, lost: rx })
                 }
-                HoldAnswer::NotHeld => Acquire::NotHeld,
-                HoldAnswer::Queued { ahead } => {
+                HoldAnswer::NotHeld => HoldAnswer::NotHeld,
+                HoldAnswer::Queued { ahead, .. } => {
                     let (tx, rx) = oneshot::channel();
                     st.waiters.insert(request_id, tx);
-                    Acquire::Queued { waiting: rx, ahead }
+                    HoldAnswer::Queued { waiting: rx, ahead }
                 }
             })
         })
@@ -398,7 +402,7 @@ impl Driver for MemoryDriver {
     async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
         let now_ms = self.shared.clock.unix_millis();
         self.shared.with_state(|st, _| {
-            let State {
+            let MemoryTables {
                 table,
                 slots,
                 journal,

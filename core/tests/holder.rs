@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::clock::{Clock, VirtualClock};
-use leasehold::driver::{Acquire, Capabilities, Driver, GiveUp, Grant, HoldRequest, HolderInfo};
+use leasehold::driver::{Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo};
 use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
 use leasehold::table::KeyName;
 use leasehold::{
@@ -26,7 +26,7 @@ fn virtual_store(renewal: bool) -> (VirtualClock, Store) {
     (clock, store)
 }
 
-fn holder_of(store: &Store, lock: &str, key: &str) -> Option<leasehold::table::Holder> {
+fn holder_of(store: &Store, lock: &str, key: &str) -> Option<leasehold::table::KeyHolder> {
     store_memory(store)
         .table_holders(Some(lock))
         .into_iter()
@@ -664,7 +664,7 @@ impl Driver for Instrumented {
     fn clock(&self) -> &Clock {
         self.inner.clock()
     }
-    async fn hold(&self, request: HoldRequest) -> leasehold::Result<Acquire> {
+    async fn hold(&self, request: HoldRequest) -> leasehold::Result<HoldAnswer> {
         let answer = self.inner.hold(request).await;
         if let Some((clock, by)) = &self.late {
             clock.advance(*by).await;

@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use leasehold::clock::Instant;
+use leasehold::driver::HoldAnswer;
 use leasehold::fence::Fences;
-use leasehold::table::{Event, HoldAnswer, HoldRequest, KeyName, LeaseTable, Limits};
+use leasehold::table::{Event, HoldRequest, KeyName, LeaseTable, Limits};
 use leasehold::{LeaseId, RequestId};
 use proptest::prelude::*;
 

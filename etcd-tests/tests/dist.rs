@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use etcd_client::{GetOptions, Permission};
 use etcd_tests::{Cluster, Etcd};
-use leasehold::driver::{Acquire, Driver, Granted, HoldRequest, KeyName, Waiting};
+use leasehold::driver::{Driver, Granted, HoldAnswer, HoldRequest, KeyName, Waiting};
 use leasehold::etcd::EtcdDriver;
 use leasehold::{ConnectOptions, ErrorKind, LossReason, RequestId, Store};
 
@@ -37,23 +37,23 @@ fn request(lock: &str, key: &str, ttl: Duration, queue: bool) -> HoldRequest {
 
 async fn granted(d: &EtcdDriver, req: HoldRequest) -> Granted {
     match d.hold(req).await.expect("hold") {
-        Acquire::Granted(g) => g,
+        HoldAnswer::Granted(g) => g,
         other => panic!("expected a grant, got {}", describe(&other)),
     }
 }
 
 async fn queued(d: &EtcdDriver, req: HoldRequest) -> Waiting {
     match d.hold(req).await.expect("hold") {
-        Acquire::Queued { waiting, .. } => waiting,
+        HoldAnswer::Queued { waiting, .. } => waiting,
         other => panic!("expected Queued, got {}", describe(&other)),
     }
 }
 
-fn describe(a: &Acquire) -> &'static str {
+fn describe(a: &HoldAnswer) -> &'static str {
     match a {
-        Acquire::Granted(_) => "Granted",
-        Acquire::NotHeld => "NotHeld",
-        Acquire::Queued { .. } => "Queued",
+        HoldAnswer::Granted(_) => "Granted",
+        HoldAnswer::NotHeld => "NotHeld",
+        HoldAnswer::Queued { .. } => "Queued",
     }
 }
 

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use etcd_tests::{Cluster, Etcd};
-use leasehold::driver::{Acquire, Driver, HoldRequest, KeyName};
+use leasehold::driver::{Driver, HoldAnswer, HoldRequest, KeyName};
 use leasehold::etcd::EtcdDriver;
 use leasehold::{ConnectOptions, ErrorKind, HoldOptions, Holding, Lock, RequestId, Store};
 use tokio::task::JoinHandle;
@@ -297,7 +297,7 @@ async fn dist_04_a_broken_watch_stream_is_made_again() {
         queue: false,
         group: None,
     };
-    let Acquire::Granted(held) = gone.hold(request).await.expect("hold") else {
+    let HoldAnswer::Granted(held) = gone.hold(request).await.expect("hold") else {
         panic!("the key is free");
     };
     let waiting = store(&cluster, "rewatch").await;

@@ -25,7 +25,7 @@ use bytes::Bytes;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, SinkExt, StreamExt};
 use leasehold::driver::{
-    Acquire, Driver, Granted, HoldRequest, KeyName, LossReceiver, NothingLost, Waiting,
+    Driver, Granted, HoldAnswer, HoldRequest, KeyName, LossReceiver, NothingLost, Waiting,
 };
 use leasehold::remote::protocol::{
     self, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant, WireHolder,
@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec, LengthDelimitedCodecError};
 
 use crate::metrics::Op;
-use crate::shared::{outbound_codec, SharedRef};
+use crate::shared::{outbound_codec, ServerContextRef};
 
 /// How long a client has to send its hello.
 pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -186,7 +186,7 @@ enum Event {
 /// Serves one accepted connection until it ends; `_permit` is its place
 /// under `--max-connections`.
 pub(crate) async fn serve<S>(
-    shared: SharedRef,
+    shared: ServerContextRef,
     io: S,
     peer: SocketAddr,
     _permit: OwnedSemaphorePermit,
@@ -341,7 +341,7 @@ async fn hello<S: AsyncRead, W>(conn: &Connection<W>, frames: &mut Frames<S>) ->
 /// One connection past its hello, writing to `W`.
 struct Connection<W> {
     id: u64,
-    shared: SharedRef,
+    shared: ServerContextRef,
     role: Role,
     sink: FramedWrite<W, LengthDelimitedCodec>,
     waits: HashMap<RequestId, Wait>,
@@ -697,15 +697,15 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             self.shared.driver.hold(request).await?
         };
         match answer {
-            Acquire::Granted(granted) => {
+            HoldAnswer::Granted(granted) => {
                 // A retried request may have waited here: its old receiver is stale now.
                 self.waits.remove(&request_id);
                 let wire = WireGrant::from(&granted.grant);
                 self.watch(granted);
                 Ok(Reply::Granted(wire))
             }
-            Acquire::NotHeld => Ok(Reply::NotHeld),
-            Acquire::Queued { waiting, ahead } => {
+            HoldAnswer::NotHeld => Ok(Reply::NotHeld),
+            HoldAnswer::Queued { waiting, ahead } => {
                 let generation = self.next_generation();
                 self.waits.insert(request_id, Wait { generation, ttl });
                 self.grants.push(Tagged {
@@ -864,7 +864,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
 /// receiver here closes); one granted meanwhile keeps its lease, which the
 /// client gets by asking again and which otherwise runs out by its ttl; the
 /// others are given up when their ttl has passed.
-fn adopt_orphans(shared: &SharedRef, orphans: Vec<(RequestId, Duration, Waiting)>) {
+fn adopt_orphans(shared: &ServerContextRef, orphans: Vec<(RequestId, Duration, Waiting)>) {
     shared.in_grace.fetch_add(orphans.len(), Ordering::AcqRel);
     let task_shared = shared.clone();
     shared.tracker.spawn(async move {

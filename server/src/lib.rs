@@ -42,7 +42,7 @@ pub use connection::{HELLO_TIMEOUT, RENEW_ENTRY_BYTES};
 pub use epochs::{DataDir, FileEpochs};
 pub use tokens::Tokens;
 
-use shared::Shared;
+use shared::ServerContext;
 use slot_journal::FileSlotJournal;
 
 /// How long shutting down waits for connections to say goodbye and close.
@@ -54,7 +54,7 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// `docs/fuzzing.md`, drives it over an in-memory duplex stream).
 /// Dropping it says goodbye (`Unavailable`) to the connections still served.
 pub struct Connections {
-    shared: Arc<Shared>,
+    shared: Arc<ServerContext>,
     slots: Arc<tokio::sync::Semaphore>,
 }
 
@@ -65,7 +65,7 @@ impl Connections {
         let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
         let metrics = Arc::new(metrics::Metrics::new());
         Connections {
-            shared: Arc::new(Shared::new(driver, tokens, limits, metrics)),
+            shared: Arc::new(ServerContext::new(driver, tokens, limits, metrics)),
             slots,
         }
     }
@@ -93,7 +93,7 @@ impl Drop for Connections {
 /// A running server. Dropping it without [`Server::shutdown`] stops it too,
 /// without waiting.
 pub struct Server {
-    shared: Arc<Shared>,
+    shared: Arc<ServerContext>,
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
     epoch: u32,
@@ -153,7 +153,7 @@ impl Server {
             .map(TcpListener::local_addr)
             .transpose()?;
         let metrics = Arc::new(metrics::Metrics::new());
-        let shared = Arc::new(Shared::new(
+        let shared = Arc::new(ServerContext::new(
             driver.clone(),
             tokens,
             config.limits,

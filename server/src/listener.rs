@@ -11,7 +11,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 
 use crate::connection;
-use crate::shared::SharedRef;
+use crate::shared::ServerContextRef;
 
 /// How long a TLS handshake may take.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -23,7 +23,7 @@ const MAX_REFUSALS: usize = 64;
 
 /// Accepts connections until the server shuts down.
 pub(crate) async fn accept_loop(
-    shared: SharedRef,
+    shared: ServerContextRef,
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
 ) {
@@ -76,7 +76,7 @@ pub(crate) async fn accept_loop(
 
 /// Serves an admitted connection, after its TLS handshake if any.
 async fn admit(
-    shared: SharedRef,
+    shared: ServerContextRef,
     stream: TcpStream,
     peer: SocketAddr,
     tls: Option<TlsAcceptor>,

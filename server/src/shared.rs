@@ -14,7 +14,7 @@ use crate::metrics::Metrics;
 use crate::tokens::Tokens;
 
 /// The state of one running server, shared by its tasks.
-pub(crate) struct Shared {
+pub(crate) struct ServerContext {
     /// The store: the lease table in renewal mode.
     pub driver: Arc<MemoryDriver>,
     /// The accepted tokens, when connections must authenticate.
@@ -36,14 +36,14 @@ pub(crate) struct Shared {
     next_connection: AtomicU64,
 }
 
-impl Shared {
+impl ServerContext {
     pub fn new(
         driver: Arc<MemoryDriver>,
         tokens: Option<Tokens>,
         limits: Limits,
         metrics: Arc<Metrics>,
-    ) -> Shared {
-        Shared {
+    ) -> ServerContext {
+        ServerContext {
             driver,
             tokens,
             limits,
@@ -100,5 +100,5 @@ pub(crate) fn outbound_codec() -> LengthDelimitedCodec {
     codec(u32::MAX as usize)
 }
 
-/// Shorthand used where a `Shared` is passed around.
-pub(crate) type SharedRef = Arc<Shared>;
+/// The server context as its tasks pass it around.
+pub(crate) type ServerContextRef = Arc<ServerContext>;

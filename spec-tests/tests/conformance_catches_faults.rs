@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::clock::{Clock, VirtualClock};
-use leasehold::driver::{Acquire, Capabilities, Driver, GiveUp, Grant, HoldRequest, HolderInfo};
+use leasehold::driver::{Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo};
 use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
 use leasehold::{ErrorKind, GroupId, LeaseId, MemoryDriver, MemoryOptions, RequestId, Result};
 use spec_tests::conformance::{self, Harness, Time};
@@ -37,7 +37,7 @@ impl Driver for Faulty {
         self.inner.clock()
     }
 
-    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+    async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         match self.fault {
             Fault::ForgetsRequestIds => {
                 self.inner

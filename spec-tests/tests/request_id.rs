@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use leasehold::clock::VirtualClock;
-use leasehold::driver::{Acquire, HoldRequest, KeyName};
+use leasehold::driver::{HoldAnswer, HoldRequest, KeyName};
 use leasehold::{MemoryOptions, RequestId, Store};
 
 fn store() -> Store {
@@ -34,10 +34,10 @@ async fn lock_03_a_retried_request_gets_the_same_lease() {
     let store = store();
     let driver = store.driver();
     let id = RequestId::random();
-    let Acquire::Granted(first) = driver.hold(request("k", id)).await.unwrap() else {
+    let HoldAnswer::Granted(first) = driver.hold(request("k", id)).await.unwrap() else {
         panic!("a free key was not granted");
     };
-    let Acquire::Granted(again) = driver.hold(request("k", id)).await.unwrap() else {
+    let HoldAnswer::Granted(again) = driver.hold(request("k", id)).await.unwrap() else {
         panic!("the retried request was not answered with its grant");
     };
     assert_eq!(again.grant.lease_id, first.grant.lease_id);
@@ -47,7 +47,7 @@ async fn lock_03_a_retried_request_gets_the_same_lease() {
         queue: false,
         ..request("k", RequestId::random())
     });
-    assert!(matches!(other.await.unwrap(), Acquire::NotHeld));
+    assert!(matches!(other.await.unwrap(), HoldAnswer::NotHeld));
     driver.release(first.grant.lease_id).await.unwrap();
     assert_eq!(store.memory_driver().unwrap().held(), 0);
 }
@@ -58,7 +58,7 @@ async fn lock_03_a_retried_request_gets_the_same_lease() {
 async fn lock_03_a_retried_waiting_request_keeps_its_place() {
     let store = store();
     let driver = store.driver();
-    let Acquire::Granted(holder) = driver
+    let HoldAnswer::Granted(holder) = driver
         .hold(request("k", RequestId::random()))
         .await
         .unwrap()
@@ -66,18 +66,19 @@ async fn lock_03_a_retried_waiting_request_keeps_its_place() {
         panic!("a free key was not granted");
     };
     let waiter = RequestId::random();
-    let Acquire::Queued {
+    let HoldAnswer::Queued {
         waiting: _lost_answer,
         ..
     } = driver.hold(request("k", waiter)).await.unwrap()
     else {
         panic!("a held key did not queue");
     };
-    let Acquire::Queued { waiting: retry, .. } = driver.hold(request("k", waiter)).await.unwrap()
+    let HoldAnswer::Queued { waiting: retry, .. } =
+        driver.hold(request("k", waiter)).await.unwrap()
     else {
         panic!("the retried request did not keep its place");
     };
-    let Acquire::Queued {
+    let HoldAnswer::Queued {
         waiting: mut behind,
         ..
     } = driver
@@ -96,7 +97,7 @@ async fn lock_03_a_retried_waiting_request_keeps_its_place() {
     let granted = retry.await.unwrap().unwrap();
     assert!(granted.grant.fence > holder.grant.fence);
     assert!(behind.try_recv().is_err(), "the later request went first");
-    let Acquire::Granted(again) = driver.hold(request("k", waiter)).await.unwrap() else {
+    let HoldAnswer::Granted(again) = driver.hold(request("k", waiter)).await.unwrap() else {
         panic!("the retried request was not answered with its grant");
     };
     assert_eq!(again.grant.lease_id, granted.grant.lease_id);

@@ -26,8 +26,9 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
 use leasehold::clock::Clock;
+use leasehold::driver::HoldAnswer;
 use leasehold::fence::Fences;
-use leasehold::table::{HoldAnswer, HoldRequest, KeyName, LeaseTable, Limits};
+use leasehold::table::{HoldRequest, KeyName, LeaseTable, Limits};
 use leasehold::{HoldOptions, Holding, RequestId, Store};
 
 /// Bytes requested and not yet freed.

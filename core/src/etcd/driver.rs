@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::{lease_secs, revision_of, Calls};
-use super::held::{NewHold, Request, State};
+use super::held::{EtcdBook, NewHold, Request};
 use super::keys::{range_end, Layout, RequestRecord};
 use super::line::{self, InLine};
 use super::target::EtcdTarget;
@@ -24,24 +24,25 @@ use super::version;
 use super::watcher::Watcher;
 use crate::clock::Clock;
 use crate::connect::ConnectOptions;
-use crate::driver::{Acquire, Capabilities, Driver, GiveUp, Grant, HoldRequest, HolderInfo};
+use crate::driver::{Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::slots::{AcquireResult, SlotLease, SlotRequest};
 
-/// What the driver's tasks share.
-pub(crate) struct Shared {
+/// What the driver's tasks share: the etcd calls, the key layout, the
+/// clock, the watcher, and the book of requests and leases.
+pub(crate) struct EtcdDriverCore {
     pub(crate) calls: Calls,
     pub(crate) layout: Layout,
     pub(crate) clock: Clock,
     pub(crate) watcher: Watcher,
     pub(crate) closed: CancellationToken,
-    state: Mutex<State>,
+    state: Mutex<EtcdBook>,
 }
 
-impl Shared {
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+impl EtcdDriverCore {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, EtcdBook> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -88,7 +89,7 @@ impl Shared {
 
 /// The driver of a store on etcd, reached over `etcd://` or `etcds://`.
 pub struct EtcdDriver {
-    shared: Arc<Shared>,
+    shared: Arc<EtcdDriverCore>,
 }
 
 fn closed() -> Error {
@@ -182,13 +183,13 @@ impl EtcdDriver {
         let closed = CancellationToken::new();
         let watcher = Watcher::start(calls.client.clone(), closed.clone(), runtime);
         Ok(EtcdDriver {
-            shared: Arc::new(Shared {
+            shared: Arc::new(EtcdDriverCore {
                 calls,
                 layout: Layout::new(&target.prefix),
                 clock: Clock::monotonic(),
                 watcher,
                 closed,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(EtcdBook::default()),
             }),
         })
     }
@@ -222,7 +223,7 @@ impl Driver for EtcdDriver {
         &self.shared.clock
     }
 
-    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+    async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         let s = &self.shared;
         let rid = request.request_id;
         {
@@ -235,14 +236,14 @@ impl Driver for EtcdDriver {
                 Some(Request::Granted(lease_id)) => {
                     let lease_id = *lease_id;
                     return match s.granted_again(&mut st, lease_id) {
-                        Some(granted) => Ok(Acquire::Granted(granted)),
+                        Some(granted) => Ok(HoldAnswer::Granted(granted)),
                         None => Err(Error::lost(s.why_ended(&st, lease_id))),
                     };
                 }
                 Some(Request::Waiting { tx, .. }) => {
                     let (wtx, wrx) = oneshot::channel();
                     *tx = Some(wtx);
-                    return Ok(Acquire::Queued {
+                    return Ok(HoldAnswer::Queued {
                         waiting: wrx,
                         ahead: 0,
                     });
@@ -331,7 +332,7 @@ impl Driver for EtcdDriver {
                     sent_at,
                 },
             );
-            return Ok(Acquire::Granted(granted));
+            return Ok(HoldAnswer::Granted(granted));
         }
         // Otherwise: [put if absent,] the request's record[, the line's length].
         let ops = answer.op_responses();
@@ -345,7 +346,7 @@ impl Driver for EtcdDriver {
                     "etcd neither granted nor queued the request",
                 ));
             }
-            return Ok(Acquire::NotHeld);
+            return Ok(HoldAnswer::NotHeld);
         };
         let record = RequestRecord::parse(kv.value()).ok_or_else(|| {
             Error::new(
@@ -381,7 +382,7 @@ impl Driver for EtcdDriver {
                     sent_at,
                 },
             );
-            return Ok(Acquire::Granted(granted));
+            return Ok(HoldAnswer::Granted(granted));
         }
         let (wtx, wrx) = oneshot::channel();
         let stop = CancellationToken::new();
@@ -419,7 +420,7 @@ impl Driver for EtcdDriver {
             .and_then(|c| usize::try_from(c).ok())
             .unwrap_or(1)
             .saturating_sub(1);
-        Ok(Acquire::Queued {
+        Ok(HoldAnswer::Queued {
             waiting: wrx,
             ahead,
         })

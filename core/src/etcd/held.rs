@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::driver::Shared;
+use super::driver::EtcdDriverCore;
 use super::keys::RequestRecord;
 use super::watcher::{Notice, WatchGuard};
 use crate::clock::Instant;
@@ -56,9 +56,10 @@ pub(crate) enum Request {
     Granted(LeaseId),
 }
 
-/// The driver's state.
+/// The driver's book: its requests, the leases it holds, and why the
+/// others ended.
 #[derive(Default)]
-pub(crate) struct State {
+pub(crate) struct EtcdBook {
     pub(crate) requests: HashMap<RequestId, Request>,
     pub(crate) held: HashMap<LeaseId, Held>,
     /// Why leases ended without their holder: a later renew or release says it.
@@ -80,10 +81,10 @@ pub(crate) struct NewHold {
     pub(crate) sent_at: Instant,
 }
 
-impl Shared {
+impl EtcdDriverCore {
     /// Keeps a granted lease: watches its record for a deletion (expiry),
     /// arms its maxHold, and hands out the grant.
-    pub(crate) fn keep(self: &Arc<Shared>, st: &mut State, new: NewHold) -> Granted {
+    pub(crate) fn keep(self: &Arc<EtcdDriverCore>, st: &mut EtcdBook, new: NewHold) -> Granted {
         let (loss, lost) = loss_channel();
         let lease_id = new.lease_id;
         let weak = Arc::downgrade(self);
@@ -135,7 +136,7 @@ impl Shared {
 
     /// The grant of a held lease, asked again by its request id (LOCK-03):
     /// a new loss channel replaces the old one.
-    pub(crate) fn granted_again(&self, st: &mut State, lease_id: LeaseId) -> Option<Granted> {
+    pub(crate) fn granted_again(&self, st: &mut EtcdBook, lease_id: LeaseId) -> Option<Granted> {
         let now = self.clock.now();
         let held = st.held.get_mut(&lease_id)?;
         let (loss, lost) = loss_channel();
@@ -171,7 +172,7 @@ impl Shared {
     }
 
     /// Why a lease that is no longer held ended.
-    pub(crate) fn why_ended(&self, st: &State, lease_id: LeaseId) -> LossReason {
+    pub(crate) fn why_ended(&self, st: &EtcdBook, lease_id: LeaseId) -> LossReason {
         st.ended
             .get(&lease_id)
             .copied()
@@ -181,7 +182,7 @@ impl Shared {
 
 /// A held record's watch: its deletion is the lease's expiry (or its
 /// revocation, past maxHold); after a reset, the record is read again.
-fn on_notice(shared: &Weak<Shared>, lease_id: LeaseId, notice: Notice) {
+fn on_notice(shared: &Weak<EtcdDriverCore>, lease_id: LeaseId, notice: Notice) {
     let Some(shared) = shared.upgrade() else {
         return;
     };
@@ -200,7 +201,7 @@ fn on_notice(shared: &Weak<Shared>, lease_id: LeaseId, notice: Notice) {
     }
 }
 
-impl Shared {
+impl EtcdDriverCore {
     /// Why a held lease that etcd let go was lost, as of now.
     fn reason_now(&self, lease_id: LeaseId) -> LossReason {
         let now = self.clock.now();
@@ -213,7 +214,7 @@ impl Shared {
 }
 
 /// Reads a held record again after its watch was made anew.
-async fn recheck(shared: Weak<Shared>, lease_id: LeaseId) {
+async fn recheck(shared: Weak<EtcdDriverCore>, lease_id: LeaseId) {
     let Some(s) = shared.upgrade() else { return };
     let Some(key) = s.lock().held.get(&lease_id).map(|h| h.key.clone()) else {
         return;
@@ -230,7 +231,7 @@ async fn recheck(shared: Weak<Shared>, lease_id: LeaseId) {
 /// Revokes a lease at grant + maxHold (DIST-06): the holder's own driver
 /// does what a store with a clock would do.
 async fn revoke_at_max_hold(
-    shared: Weak<Shared>,
+    shared: Weak<EtcdDriverCore>,
     lease_id: LeaseId,
     at: Instant,
     stop: CancellationToken,

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::calls::revision_of;
-use super::driver::Shared;
+use super::driver::EtcdDriverCore;
 use super::held::{NewHold, Request};
 use super::keys::{range_end, RequestRecord};
 use super::watcher::Notice;
@@ -51,7 +51,7 @@ struct Promoted {
 
 /// Keeps a request's place in line and takes its turn; hands the grant (or
 /// the failure) to its waiter.
-pub(crate) async fn wait(shared: Arc<Shared>, w: InLine) {
+pub(crate) async fn wait(shared: Arc<EtcdDriverCore>, w: InLine) {
     let outcome = tokio::select! {
         biased;
         _ = w.stop.cancelled() => return,
@@ -71,7 +71,7 @@ fn place_lost() -> Error {
 
 /// Renews the waiting record's etcd lease every third of its ttl; returns
 /// once the lease is gone, or could not be renewed for a whole ttl.
-async fn keep_place(shared: &Shared, w: &InLine) -> Error {
+async fn keep_place(shared: &EtcdDriverCore, w: &InLine) -> Error {
     let clock = shared.clock.clone();
     let ttl = Duration::from_secs(u64::try_from(w.lease_secs).unwrap_or(1));
     let mut confirmed = clock.now();
@@ -95,7 +95,7 @@ async fn keep_place(shared: &Shared, w: &InLine) -> Error {
 /// the record ahead is gone, the promotion is tried at once (its compare
 /// says whether another record is still ahead), so a handoff costs the
 /// release's commit, a watch event and the promotion's commit.
-async fn take_turn(shared: &Shared, w: &InLine) -> Result<Promoted> {
+async fn take_turn(shared: &EtcdDriverCore, w: &InLine) -> Result<Promoted> {
     let ahead = GetOptions::new()
         .with_range(range_end(&w.line))
         .with_max_create_revision(w.create_revision - 1)
@@ -136,12 +136,12 @@ async fn take_turn(shared: &Shared, w: &InLine) -> Result<Promoted> {
     }
 }
 
-async fn pause(shared: &Shared) {
+async fn pause(shared: &EtcdDriverCore) {
     tokio::time::sleep(retry_after(shared.calls.timeout)).await;
 }
 
 /// Waits until the record `key` is deleted: the watch first, then a read.
-async fn wait_gone(shared: &Shared, key: Vec<u8>) {
+async fn wait_gone(shared: &EtcdDriverCore, key: Vec<u8>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _watch = shared.watcher.watch(
         key.clone(),
@@ -172,7 +172,7 @@ async fn wait_gone(shared: &Shared, key: Vec<u8>) {
 
 /// Promotes the request's record when nothing is ahead of it: `None` when
 /// a record is still ahead, `Lost` when the record is gone or not ours.
-async fn promote(shared: &Shared, w: &InLine) -> Result<Option<Promoted>> {
+async fn promote(shared: &EtcdDriverCore, w: &InLine) -> Result<Option<Promoted>> {
     let record = RequestRecord {
         held: true,
         granted_ms: Some(shared.clock.unix_millis()),
@@ -222,7 +222,7 @@ async fn promote(shared: &Shared, w: &InLine) -> Result<Option<Promoted>> {
 }
 
 /// Hands the outcome to the waiter; a grant nobody waits for any more is released (LOCK-18).
-async fn finish(shared: Arc<Shared>, w: InLine, outcome: Result<Promoted>) {
+async fn finish(shared: Arc<EtcdDriverCore>, w: InLine, outcome: Result<Promoted>) {
     let undelivered = {
         let mut st = shared.lock();
         let closed = st.closed;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
 
 use super::calls::revision_of;
-use super::driver::Shared;
+use super::driver::EtcdDriverCore;
 use crate::error::{Error, ErrorKind, Result};
 use crate::slots::{AcquireResult, NamespaceSpec, Slot, SlotLease, SlotRequest, SlotTable};
 
@@ -25,7 +25,7 @@ struct Read {
     slots: Vec<(u32, Slot, i64)>,
 }
 
-async fn read(shared: &Shared, namespace: &str) -> Result<Read> {
+async fn read(shared: &EtcdDriverCore, namespace: &str) -> Result<Read> {
     let layout = &shared.layout;
     let txn = Txn::new().and_then([
         TxnOp::get(layout.slot_spec(namespace), None),
@@ -79,7 +79,7 @@ impl Read {
     }
 
     /// The compare that the slot's record is still as read.
-    fn unchanged(&self, shared: &Shared, namespace: &str, slot: u32) -> Compare {
+    fn unchanged(&self, shared: &EtcdDriverCore, namespace: &str, slot: u32) -> Compare {
         let key = shared.layout.slot(namespace, slot);
         match self.slots.iter().find(|(n, _, _)| *n == slot) {
             Some((_, _, rev)) => Compare::mod_revision(key, CompareOp::Equal, *rev),
@@ -91,7 +91,7 @@ impl Read {
 /// Writes one slot's record if neither it nor (for a first use) the
 /// namespace changed since `read`; `Ok(None)` on a conflict.
 async fn write(
-    shared: &Shared,
+    shared: &EtcdDriverCore,
     namespace: &str,
     read: &Read,
     spec: NamespaceSpec,
@@ -136,7 +136,7 @@ fn contended() -> Error {
 }
 
 /// SLOT-01 on etcd.
-pub(crate) async fn acquire(shared: &Shared, req: SlotRequest) -> Result<AcquireResult> {
+pub(crate) async fn acquire(shared: &EtcdDriverCore, req: SlotRequest) -> Result<AcquireResult> {
     SlotTable::check_request(&req)?;
     for _ in 0..TRIES {
         let read = read(shared, &req.namespace).await?;
@@ -162,7 +162,7 @@ pub(crate) async fn acquire(shared: &Shared, req: SlotRequest) -> Result<Acquire
 
 /// SLOT-04 on etcd.
 pub(crate) async fn renew(
-    shared: &Shared,
+    shared: &EtcdDriverCore,
     lease: &SlotLease,
     ttl: Duration,
 ) -> Result<Option<SlotLease>> {
@@ -190,7 +190,11 @@ pub(crate) async fn renew(
 }
 
 /// SLOT-05 on etcd.
-pub(crate) async fn release(shared: &Shared, lease: &SlotLease, last_issued: u64) -> Result<bool> {
+pub(crate) async fn release(
+    shared: &EtcdDriverCore,
+    lease: &SlotLease,
+    last_issued: u64,
+) -> Result<bool> {
     for _ in 0..TRIES {
         let read = read(shared, &lease.namespace).await?;
         let Some(spec) = read.spec else {

@@ -24,8 +24,8 @@ use super::protocol::{self, millis, ClientFrame, Reply, Request, ServerFrame, Wi
 use crate::clock::Clock;
 use crate::connect::ConnectOptions;
 use crate::driver::{
-    loss_channel, Acquire, Capabilities, Driver, GiveUp, Grant, Granted, HoldRequest, HolderInfo,
-    LossSender,
+    loss_channel, Capabilities, Driver, GiveUp, Grant, Granted, HoldAnswer, HoldRequest,
+    HolderInfo, LossSender,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{GroupId, LeaseId, RequestId};
@@ -58,7 +58,7 @@ struct Held {
     ttl_ms: u64,
     loss: LossSender,
     epoch: u32,
-    /// The renewal group that renews it, if any, by its place in `State::groups`.
+    /// The renewal group that renews it, if any, by its place in `RemoteBook::groups`.
     group: Option<u32>,
 }
 
@@ -76,8 +76,10 @@ enum Asked {
     Dropped,
 }
 
+/// The client's book of its connection and of everything on it: requests
+/// awaiting answers, waiters, held leases and their renewal groups.
 #[derive(Default)]
-struct State {
+struct RemoteBook {
     conn: Option<Conn>,
     epoch: Option<u32>,
     role: Option<super::protocol::Role>,
@@ -93,7 +95,7 @@ struct State {
     renewals: Vec<(LeaseId, u64, RenewReply)>,
 }
 
-impl State {
+impl RemoteBook {
     /// The place of `group` in `groups`, added if new.
     fn group_place(&mut self, group: Option<GroupId>) -> Option<u32> {
         let group = group?;
@@ -108,12 +110,14 @@ impl State {
     }
 }
 
-struct Shared {
+/// What the driver and its connection and renewal tasks share: the target
+/// and its options, the clock, the book under its lock, and the signals.
+struct RemoteDriverCore {
     target: Target,
     options: ConnectOptions,
     tls: Option<TlsConnector>,
     clock: Clock,
-    state: Mutex<State>,
+    state: Mutex<RemoteBook>,
     /// 0 while no connection is up, else the current connection's number.
     up: watch::Sender<u64>,
     closed: CancellationToken,
@@ -122,7 +126,7 @@ struct Shared {
 
 /// The driver of a server store reached over `leasehold://` or `leaseholds://`.
 pub struct RemoteDriver {
-    shared: Arc<Shared>,
+    shared: Arc<RemoteDriverCore>,
 }
 
 fn unavailable(why: &str) -> Error {
@@ -160,12 +164,12 @@ impl RemoteDriver {
         };
         let first = connection::open(&target, tls.as_ref(), &options).await?;
         let (up, _) = watch::channel(0);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(RemoteDriverCore {
             target,
             options,
             tls,
             clock: Clock::monotonic(),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(RemoteBook::default()),
             up,
             closed: CancellationToken::new(),
             renew_wake: Arc::new(Notify::new()),
@@ -202,8 +206,8 @@ impl Drop for RemoteDriver {
     }
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl RemoteDriverCore {
+    fn lock(&self) -> MutexGuard<'_, RemoteBook> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -232,7 +236,7 @@ impl Shared {
         &self,
         body: Request,
         hold: Option<RequestId>,
-        register: impl FnOnce(&mut State),
+        register: impl FnOnce(&mut RemoteBook),
     ) -> Result<Option<Sent>> {
         let mut st = self.lock();
         if self.closed.is_cancelled() {
@@ -263,7 +267,7 @@ impl Shared {
         &self,
         body: Request,
         hold: Option<RequestId>,
-        register: impl FnOnce(&mut State),
+        register: impl FnOnce(&mut RemoteBook),
     ) -> Result<Asked> {
         let Some((rx, outbox)) = self.send(body, hold, register)? else {
             return Ok(Asked::Dropped);
@@ -323,7 +327,7 @@ impl Shared {
     }
 
     /// Hands a grant to its waiter, or releases it when nobody waits (LOCK-18).
-    fn deliver_grant(&self, st: &mut State, w: &WireGrant) {
+    fn deliver_grant(&self, st: &mut RemoteBook, w: &WireGrant) {
         let epoch = st.epoch.unwrap_or(0);
         let delivered = match st.waiters.remove(&RequestId(w.request_id)) {
             Some(waiter) => {
@@ -404,7 +408,7 @@ impl Shared {
 
 /// Keeps a connection up: serves the current one until it drops, then
 /// reconnects with jittered exponential backoff, until the store closes.
-async fn run_connections(shared: Weak<Shared>, first: (Frames, Welcome)) {
+async fn run_connections(shared: Weak<RemoteDriverCore>, first: (Frames, Welcome)) {
     let mut next = Some(first);
     let mut backoff = BACKOFF_FIRST;
     loop {
@@ -434,7 +438,7 @@ async fn run_connections(shared: Weak<Shared>, first: (Frames, Welcome)) {
 }
 
 /// Serves one connection until it drops or the store closes.
-async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
+async fn serve(shared: Arc<RemoteDriverCore>, frames: Frames, welcome: Welcome) {
     let parts = frames.into_parts();
     let (rd, wr) = tokio::io::split(parts.io);
     let mut stream = FramedRead::new(rd, parts.codec.clone());
@@ -485,7 +489,7 @@ async fn serve(shared: Arc<Shared>, frames: Frames, welcome: Welcome) {
 /// On a new connection: renews every held lease by its id (LOCK-07) — or,
 /// if the store restarted, tells their holders they are lost (LOCK-15) — and
 /// asks again for every request waiting in line, by the same id (LOCK-03).
-async fn resync(shared: Weak<Shared>, restarted: bool) {
+async fn resync(shared: Weak<RemoteDriverCore>, restarted: bool) {
     let Some(s) = shared.upgrade() else { return };
     let (leases, groups, holds) = {
         let mut st = s.lock();
@@ -564,7 +568,11 @@ async fn resync(shared: Weak<Shared>, restarted: bool) {
 }
 
 /// Sends the renewals asked for meanwhile in one frame, one batch at a time.
-async fn run_renewals(shared: Weak<Shared>, wake: Arc<Notify>, closed: CancellationToken) {
+async fn run_renewals(
+    shared: Weak<RemoteDriverCore>,
+    wake: Arc<Notify>,
+    closed: CancellationToken,
+) {
     loop {
         let batch = match shared.upgrade() {
             Some(s) => {
@@ -645,7 +653,7 @@ impl Driver for RemoteDriver {
         &self.shared.clock
     }
 
-    async fn hold(&self, request: HoldRequest) -> Result<Acquire> {
+    async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         let s = &self.shared;
         let rid = request.request_id;
         let ttl_ms = request.ttl.map(millis).unwrap_or(0);
@@ -687,7 +695,7 @@ impl Driver for RemoteDriver {
             let mut st = s.lock();
             match answer {
                 Ok(Reply::Queued { ahead }) => {
-                    return Ok(Acquire::Queued {
+                    return Ok(HoldAnswer::Queued {
                         waiting: wrx,
                         ahead: usize::try_from(ahead).unwrap_or(usize::MAX),
                     })
@@ -706,14 +714,14 @@ impl Driver for RemoteDriver {
                             group,
                         },
                     );
-                    return Ok(Acquire::Granted(Granted {
+                    return Ok(HoldAnswer::Granted(Granted {
                         grant: grant_of(&w),
                         lost,
                     }));
                 }
                 Ok(Reply::NotHeld) => {
                     st.waiters.remove(&rid);
-                    return Ok(Acquire::NotHeld);
+                    return Ok(HoldAnswer::NotHeld);
                 }
                 Ok(other) => {
                     st.waiters.remove(&rid);

@@ -16,17 +16,19 @@ use super::{SlotLease, Slots};
 use crate::clock::Instant;
 use crate::engine::{combine, Renewal};
 use crate::error::{Error, Result};
-use crate::held::{keep, Deadlines, Held, HeldState, HeldView, Renewed};
+use crate::held::{keep, Held, HeldState, HeldView, HolderDeadlines, Renewed};
 use crate::loss::LossReason;
 
+/// What a held slot's views and its keeper share: the lease as last
+/// renewed, the largest timestamp issued, and the held state.
 #[derive(Debug)]
-struct Shared {
+struct HeldSlotCell {
     lease: Mutex<SlotLease>,
     issued: AtomicU64,
     held: HeldState,
 }
 
-impl Shared {
+impl HeldSlotCell {
     fn lease(&self) -> MutexGuard<'_, SlotLease> {
         self.lease.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -35,7 +37,7 @@ impl Shared {
 /// A held slot, as the work running under it sees it. Cloning shares it.
 #[derive(Debug, Clone)]
 pub struct HeldSlot {
-    shared: Arc<Shared>,
+    shared: Arc<HeldSlotCell>,
 }
 
 impl HeldSlot {
@@ -145,7 +147,7 @@ impl SlotHolding {
     pub(super) fn start(slots: Slots, lease: SlotLease, sent_at: Instant) -> SlotHolding {
         let clock = slots.store().driver().clock().clone();
         let deadline = sent_at + slots.ttl() - slots.margin();
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(HeldSlotCell {
             lease: Mutex::new(lease),
             issued: AtomicU64::new(0),
             held: HeldState::new(clock, Some(deadline), None),
@@ -240,12 +242,17 @@ impl Drop for SlotHolding {
 /// Renews the held slot every ttl/3 until the holder is done, retrying a
 /// failed renewal until the deadline; a renewal that answers nothing
 /// (another owner has the slot) loses it.
-async fn keep_slot(slots: Slots, shared: Arc<Shared>, done: CancellationToken, sent_at: Instant) {
+async fn keep_slot(
+    slots: Slots,
+    shared: Arc<HeldSlotCell>,
+    done: CancellationToken,
+    sent_at: Instant,
+) {
     let renewal = Renewal {
         ttl: slots.ttl(),
         margin: slots.margin(),
     };
-    let deadlines = Deadlines::new(renewal, sent_at, None);
+    let deadlines = HolderDeadlines::new(renewal, sent_at, None);
     keep(&shared.held, done, deadlines, || {
         let (slots, shared) = (slots.clone(), shared.clone());
         async move {

@@ -14,8 +14,10 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A slot's holder, current or last: its owner, its fence, the floor it
+/// started above, and its expiry and ceiling as last renewed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Holder {
+pub(crate) struct SlotHolder {
     owner: Owner,
     pub(crate) fence: u64,
     floor: u64,
@@ -30,7 +32,7 @@ pub(crate) struct Slot {
     /// The floor of the slot's next holder.
     floor: u64,
     /// The current holder, or the last one if it expired unreleased.
-    pub(crate) holder: Option<Holder>,
+    pub(crate) holder: Option<SlotHolder>,
     /// Who released the slot last, and under which fence: a retried release answers `true` again.
     released: Option<(Owner, u64)>,
 }
@@ -238,7 +240,7 @@ impl SlotTable {
         if let Some(expired) = state.holder.take() {
             state.floor = state.floor.max(expired.ceiling);
         }
-        let holder = Holder {
+        let holder = SlotHolder {
             owner: req.owner.clone(),
             fence,
             floor: state.floor,
@@ -331,7 +333,7 @@ impl SlotTable {
     }
 }
 
-fn lease_of(namespace: &str, spec: NamespaceSpec, slot: u32, h: &Holder) -> SlotLease {
+fn lease_of(namespace: &str, spec: NamespaceSpec, slot: u32, h: &SlotHolder) -> SlotLease {
     SlotLease {
         namespace: namespace.to_owned(),
         owner: h.owner.clone(),

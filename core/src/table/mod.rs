@@ -6,7 +6,7 @@
 //! [`LeaseTable::advance`] when [`LeaseTable::next_deadline`] comes, and
 //! delivers the [`Event`]s it drains.
 
-mod deadlines;
+mod timers;
 
 use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::Instant;
+use crate::driver::HoldAnswer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::Fences;
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
-use deadlines::{Deadlines, Timer};
+use timers::{Timer, TimerQueue};
 
 /// A key of a lock: the pair (lock name, key).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,20 +99,6 @@ pub struct Grant {
     pub revoke_in: Option<Duration>,
 }
 
-/// The store's answer to a hold request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HoldAnswer {
-    /// The key is the request's now (or was already: a retried request).
-    Granted(Grant),
-    /// The request waits in line, behind `ahead` others; its grant will be an [`Event::Granted`].
-    Queued {
-        /// How many requests are ahead in line.
-        ahead: usize,
-    },
-    /// The key is held and the request did not ask to wait (tryHold).
-    NotHeld,
-}
-
 /// What giving up a request did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GiveUp {
@@ -149,7 +136,7 @@ pub enum Event {
 
 /// What the table holds of a key's current holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Holder {
+pub struct KeyHolder {
     /// The key.
     pub name: KeyName,
     /// The grant, with its current expiry.
@@ -276,7 +263,7 @@ pub struct LeaseTable {
     leases: HashMap<LeaseId, KeyRef>,
     requests: HashMap<RequestId, RequestState>,
     groups: HashMap<GroupId, GroupState>,
-    deadlines: Deadlines,
+    timers: TimerQueue,
     fences: Fences,
     limits: Limits,
     now: Instant,
@@ -291,7 +278,7 @@ impl LeaseTable {
             leases: HashMap::new(),
             requests: HashMap::new(),
             groups: HashMap::new(),
-            deadlines: Deadlines::default(),
+            timers: TimerQueue::default(),
             fences,
             limits,
             now: Instant::default(),
@@ -317,7 +304,7 @@ impl LeaseTable {
 
     /// When the table next needs [`LeaseTable::advance`] (it may find nothing to do then).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.next()
+        self.timers.next()
     }
 
     /// How many leases are held.
@@ -331,10 +318,10 @@ impl LeaseTable {
     }
 
     /// The current holder of a key, if any.
-    pub fn holder(&self, name: &KeyName) -> Option<Holder> {
+    pub fn holder(&self, name: &KeyName) -> Option<KeyHolder> {
         let state = self.keys.get(name)?;
         let h = state.holder.as_ref()?;
-        Some(Holder {
+        Some(KeyHolder {
             name: name.clone(),
             grant: self.current(h),
             granted_at: h.granted_at,
@@ -351,10 +338,10 @@ impl LeaseTable {
     }
 
     /// The holder of the lease `lease_id`, if it is held.
-    pub fn holder_by_id(&self, lease_id: LeaseId) -> Option<Holder> {
+    pub fn holder_by_id(&self, lease_id: LeaseId) -> Option<KeyHolder> {
         let key = self.leases.get(&lease_id)?;
         let h = self.keys.get(key)?.holder.as_ref()?;
-        Some(Holder {
+        Some(KeyHolder {
             name: (*key.0).clone(),
             grant: self.current(h),
             granted_at: h.granted_at,
@@ -362,13 +349,13 @@ impl LeaseTable {
     }
 
     /// Every holder of lock `lock` (or of every lock), sorted by key.
-    pub fn holders(&self, lock: Option<&str>) -> Vec<Holder> {
-        let mut out: Vec<Holder> = self
+    pub fn holders(&self, lock: Option<&str>) -> Vec<KeyHolder> {
+        let mut out: Vec<KeyHolder> = self
             .keys
             .iter()
             .filter(|(k, _)| lock.is_none_or(|l| &*k.0.lock == l))
             .filter_map(|(k, s)| {
-                s.holder.as_ref().map(|h| Holder {
+                s.holder.as_ref().map(|h| KeyHolder {
                     name: (*k.0).clone(),
                     grant: self.current(h),
                     granted_at: h.granted_at,
@@ -383,7 +370,7 @@ impl LeaseTable {
     /// due revocations happen and forgotten requests go, granting the next in line.
     pub fn advance(&mut self, now: Instant) {
         self.now = self.now.max(now);
-        while let Some((at, timer)) = self.deadlines.pop_due(self.now) {
+        while let Some((at, timer)) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::Expire(id) => self.on_expire_timer(id, at),
                 Timer::ExpireGroup(id) => self.on_expire_group(id, at),
@@ -417,7 +404,7 @@ impl LeaseTable {
             Some(e) if e <= now => self.end_unseen(id, LossReason::Expired),
             Some(e) => {
                 h.armed = Some(e);
-                self.deadlines.push(e, Timer::Expire(id));
+                self.timers.push(e, Timer::Expire(id));
             }
             None => h.armed = None,
         }
@@ -432,7 +419,7 @@ impl LeaseTable {
         }
         if g.expires_at > self.now {
             g.armed = g.expires_at;
-            self.deadlines.push(g.expires_at, Timer::ExpireGroup(id));
+            self.timers.push(g.expires_at, Timer::ExpireGroup(id));
             return;
         }
         let members = self
@@ -457,7 +444,7 @@ impl LeaseTable {
 
     /// Asks for a key. A request id seen before is answered as before:
     /// the same grant, or the same place in line (LOCK-03).
-    pub fn hold(&mut self, req: HoldRequest, now: Instant) -> Result<HoldAnswer> {
+    pub fn hold(&mut self, req: HoldRequest, now: Instant) -> Result<HoldAnswer<Grant, ()>> {
         self.advance(now);
         match self.requests.get(&req.request_id) {
             Some(RequestState::Granted(id)) => {
@@ -468,7 +455,7 @@ impl LeaseTable {
             }
             Some(RequestState::Waiting(key)) => {
                 let ahead = self.keys[key].line.position(req.request_id).unwrap_or(0);
-                return Ok(HoldAnswer::Queued { ahead });
+                return Ok(HoldAnswer::Queued { waiting: (), ahead });
             }
             Some(RequestState::Ended { .. }) => {
                 return Err(Error::new(
@@ -508,7 +495,7 @@ impl LeaseTable {
         let ahead = state.line.len() - 1;
         self.requests
             .insert(req.request_id, RequestState::Waiting(key));
-        Ok(HoldAnswer::Queued { ahead })
+        Ok(HoldAnswer::Queued { waiting: (), ahead })
     }
 
     /// Grants a free key (the caller checked it is free).
@@ -543,13 +530,13 @@ impl LeaseTable {
                 None
             }
             (None, Some(at)) => {
-                self.deadlines.push(at, Timer::Expire(lease_id));
+                self.timers.push(at, Timer::Expire(lease_id));
                 Some(at)
             }
             (_, None) => None,
         };
         if let Some(at) = grant.revoke_at {
-            self.deadlines.push(at, Timer::Revoke(lease_id));
+            self.timers.push(at, Timer::Revoke(lease_id));
         }
         let state = self.keys.get_mut(key).expect("granted key exists");
         state.holder = Some(Box::new(HolderState {
@@ -580,7 +567,7 @@ impl LeaseTable {
         g.members.insert(lease_id);
         let at = g.expires_at;
         if fresh {
-            self.deadlines.push(at, Timer::ExpireGroup(id));
+            self.timers.push(at, Timer::ExpireGroup(id));
         }
         at
     }
@@ -660,7 +647,7 @@ impl LeaseTable {
         }
         let out = answer(h.grant.clone(), now);
         if let Some(at) = rearm {
-            self.deadlines.push(at, Timer::Expire(lease_id));
+            self.timers.push(at, Timer::Expire(lease_id));
         }
         Ok(out)
     }
@@ -690,7 +677,7 @@ impl LeaseTable {
     /// grow the heap by rate × ttl. Amortized O(log n) per release.
     fn prune_timers(&mut self) {
         let live = self.leases.len() * 2 + self.requests.len() + self.groups.len();
-        if self.deadlines.len() <= 2 * live + 1024 {
+        if self.timers.len() <= 2 * live + 1024 {
             return;
         }
         let (leases, keys, requests, groups) =
@@ -701,7 +688,7 @@ impl LeaseTable {
                 .and_then(|k| keys.get(k))
                 .and_then(|s| s.holder.as_ref())
         };
-        self.deadlines.retain(|at, timer| match timer {
+        self.timers.retain(|at, timer| match timer {
             Timer::Expire(id) => holder(&id).is_some_and(|h| h.armed == Some(at)),
             Timer::ExpireGroup(id) => groups.get(&id).is_some_and(|g| g.armed == at),
             Timer::Revoke(id) => holder(&id).is_some_and(|h| h.grant.revoke_at == Some(at)),
@@ -751,7 +738,7 @@ impl LeaseTable {
         self.leases.clear();
         self.requests.clear();
         self.groups.clear();
-        self.deadlines = Deadlines::default();
+        self.timers = TimerQueue::default();
     }
 
     /// Ends a lease its holder did not release, tells the holder, and hands the key on.
@@ -771,7 +758,7 @@ impl LeaseTable {
             let forget_at = self.now + retention;
             self.requests
                 .insert(request_id, RequestState::Ended { forget_at });
-            self.deadlines.push(forget_at, Timer::Forget(request_id));
+            self.timers.push(forget_at, Timer::Forget(request_id));
         }
         self.events.push(Event::Lost {
             lease_id,

@@ -20,7 +20,7 @@ fn req(key: &str, ttl: Option<u64>) -> HoldRequest {
     }
 }
 
-fn granted(a: HoldAnswer) -> Grant {
+fn granted(a: HoldAnswer<Grant, ()>) -> Grant {
     match a {
         HoldAnswer::Granted(g) => g,
         other => panic!("expected a grant, got {other:?}"),
@@ -36,11 +36,17 @@ fn lock_01_line_is_fifo_and_grants_are_pushed() {
     let c = req("k", Some(10));
     assert_eq!(
         t.hold(b.clone(), at(0)).unwrap(),
-        HoldAnswer::Queued { ahead: 0 }
+        HoldAnswer::Queued {
+            waiting: (),
+            ahead: 0
+        }
     );
     assert_eq!(
         t.hold(c.clone(), at(0)).unwrap(),
-        HoldAnswer::Queued { ahead: 1 }
+        HoldAnswer::Queued {
+            waiting: (),
+            ahead: 1
+        }
     );
     t.release(a.lease_id, at(1)).unwrap();
     let events = t.drain_events();
@@ -81,9 +87,18 @@ fn lock_03_repeated_request_is_answered_as_before() {
     let w = req("k", Some(10));
     assert_eq!(
         t.hold(w.clone(), at(1)).unwrap(),
-        HoldAnswer::Queued { ahead: 0 }
+        HoldAnswer::Queued {
+            waiting: (),
+            ahead: 0
+        }
     );
-    assert_eq!(t.hold(w, at(2)).unwrap(), HoldAnswer::Queued { ahead: 0 });
+    assert_eq!(
+        t.hold(w, at(2)).unwrap(),
+        HoldAnswer::Queued {
+            waiting: (),
+            ahead: 0
+        }
+    );
     assert_eq!(t.waiting(), 1);
 }
 
@@ -335,9 +350,9 @@ fn released_leases_do_not_grow_the_timers() {
         t.release(g.lease_id, at(0)).unwrap();
     }
     assert!(
-        t.deadlines.len() <= 2048,
+        t.timers.len() <= 2048,
         "{} timers left",
-        t.deadlines.len()
+        t.timers.len()
     );
     let g = granted(t.hold(req("kept", Some(10)), at(0)).unwrap());
     for _ in 0..5000 {
@@ -415,7 +430,7 @@ fn lock_06_one_group_renewal_keeps_every_lease() {
     for i in 0..1000 {
         granted(t.hold(in_group(&format!("k{i}"), 10, g), at(0)).unwrap());
     }
-    assert_eq!(t.deadlines.len(), 1, "one timer for the group");
+    assert_eq!(t.timers.len(), 1, "one timer for the group");
     for s in [3u64, 6, 9, 12, 15] {
         assert_eq!(
             t.renew_group(g, Duration::from_secs(10), at(s)).unwrap(),
@@ -441,7 +456,10 @@ fn lock_08_a_released_lease_leaves_its_group() {
     let next = in_group("a", 10, g);
     assert_eq!(
         t.hold(next.clone(), at(1)).unwrap(),
-        HoldAnswer::Queued { ahead: 0 }
+        HoldAnswer::Queued {
+            waiting: (),
+            ahead: 0
+        }
     );
     t.release(a.lease_id, at(2)).unwrap();
     let Event::Granted(a2) = &t.drain_events()[0] else {

@@ -34,7 +34,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::clock::VirtualClock;
-use leasehold::driver::{Acquire, Driver, GiveUp, Grant, Granted, HoldRequest, KeyName, Waiting};
+use leasehold::driver::{
+    Driver, GiveUp, Grant, Granted, HoldAnswer, HoldRequest, KeyName, Waiting,
+};
 use leasehold::{ErrorKind, LeaseId, LossReason, RequestId};
 use tokio::sync::oneshot::error::TryRecvError;
 
@@ -271,15 +273,15 @@ fn request(name: &KeyName, ttl: Option<Duration>, queue: bool) -> HoldRequest {
     }
 }
 
-fn show(a: &Acquire) -> &'static str {
+fn show(a: &HoldAnswer) -> &'static str {
     match a {
-        Acquire::Granted(_) => "Granted",
-        Acquire::NotHeld => "NotHeld",
-        Acquire::Queued { .. } => "Queued",
+        HoldAnswer::Granted(_) => "Granted",
+        HoldAnswer::NotHeld => "NotHeld",
+        HoldAnswer::Queued { .. } => "Queued",
     }
 }
 
-async fn hold(h: &Harness, req: &HoldRequest) -> Result<Acquire, NotPassed> {
+async fn hold(h: &Harness, req: &HoldRequest) -> Result<HoldAnswer, NotPassed> {
     h.driver
         .hold(req.clone())
         .await
@@ -288,7 +290,7 @@ async fn hold(h: &Harness, req: &HoldRequest) -> Result<Acquire, NotPassed> {
 
 async fn granted(h: &Harness, req: &HoldRequest) -> Result<Granted, NotPassed> {
     match hold(h, req).await? {
-        Acquire::Granted(g) => Ok(g),
+        HoldAnswer::Granted(g) => Ok(g),
         other => Err(format!("expected Granted, got {}", show(&other)).into()),
     }
 }
@@ -296,9 +298,9 @@ async fn granted(h: &Harness, req: &HoldRequest) -> Result<Granted, NotPassed> {
 async fn not_held(h: &Harness, name: &KeyName) -> Checked {
     let req = request(name, Some(LONG), false);
     match hold(h, &req).await? {
-        Acquire::NotHeld => Ok(()),
+        HoldAnswer::NotHeld => Ok(()),
         other => {
-            if let Acquire::Granted(g) = &other {
+            if let HoldAnswer::Granted(g) = &other {
                 let _ = h.driver.release(g.grant.lease_id).await;
             }
             Err(format!("expected NotHeld (the key is held), got {}", show(&other)).into())
@@ -308,7 +310,7 @@ async fn not_held(h: &Harness, name: &KeyName) -> Checked {
 
 async fn queued(h: &Harness, req: &HoldRequest) -> Result<Waiting, NotPassed> {
     match hold(h, req).await? {
-        Acquire::Queued { waiting, .. } => Ok(waiting),
+        HoldAnswer::Queued { waiting, .. } => Ok(waiting),
         other => Err(format!("expected Queued, got {}", show(&other)).into()),
     }
 }
@@ -390,7 +392,7 @@ async fn grant_not_held_queued(h: Harness) -> Checked {
     let answer = hold(&h, &waiter).await?;
     if h.driver.capabilities().push {
         ensure!(
-            matches!(answer, Acquire::Queued { .. }),
+            matches!(answer, HoldAnswer::Queued { .. }),
             "a queued request on a held key got {}",
             show(&answer)
         );
@@ -401,7 +403,7 @@ async fn grant_not_held_queued(h: Harness) -> Checked {
         );
     } else {
         ensure!(
-            matches!(answer, Acquire::NotHeld),
+            matches!(answer, HoldAnswer::NotHeld),
             "a driver that cannot push answered {} to a queued request",
             show(&answer)
         );

@@ -24,14 +24,14 @@ pub enum Timer {
     Forget(RequestId),
 }
 
-/// Deadlines, earliest first. Entries are not removed when their lease goes:
+/// The armed timers, earliest first. Entries are not removed when their lease goes:
 /// the table checks each popped entry against its current state.
 #[derive(Debug, Default)]
-pub struct Deadlines {
+pub struct TimerQueue {
     heap: BinaryHeap<Reverse<(Instant, Timer)>>,
 }
 
-impl Deadlines {
+impl TimerQueue {
     /// Arms `timer` at `at`.
     pub fn push(&mut self, at: Instant, timer: Timer) {
         self.heap.push(Reverse((at, timer)));
