@@ -80,6 +80,23 @@ export interface HoldOptions {
   wait?: Duration
 }
 
+/** Options of `tryHold`. */
+export interface TryHoldOptions {
+  /**
+   * Aborting it stops waiting for the store's answer (`CANCELLED`; a grant
+   * that answers later is released at once, LOCK-18); while the function
+   * runs, it aborts `lease.signal` and `tryHold` rejects `CANCELLED` once
+   * the function settles.
+   */
+  signal?: AbortSignal
+}
+
+/** Options of a call that only waits for the store's answer (a renewal, a release, a listing). */
+export interface SignalOptions {
+  /** Aborting it stops waiting for the store's answer (`CANCELLED`); what the call asked may have been done. */
+  signal?: AbortSignal
+}
+
 /** How to reach a server store. */
 export interface ConnectOptions {
   /** The token the server's tokens file gives a role (LOCK-14). */
@@ -98,12 +115,16 @@ export interface ConnectOptions {
   acceptOldEtcd?: boolean
   /** How long one connection attempt may take (5 s by default). */
   connectTimeout?: Duration
+  /** Aborting it gives up connecting (`CANCELLED`; a store that connects later is closed at once). */
+  signal?: AbortSignal
 }
 
 /** Options of `tryAcquire`. */
 export interface TryAcquireOptions {
   /** The lease's ttl: 1 s to 1 h, 10 s by default. */
   ttl?: Duration
+  /** Aborting it stops waiting for the store's answer (`CANCELLED`; a lease that answers later is released at once). */
+  signal?: AbortSignal
 }
 
 /** Options of `acquire`. */
@@ -180,7 +201,7 @@ export class Store {
    */
   slots(name: string, options?: SlotsOptions): Slots
   /** The holders of lock `lock`, or of every lock. */
-  holders(lock?: string): Promise<HolderInfo[]>
+  holders(lock?: string, options?: SignalOptions): Promise<HolderInfo[]>
   /** Ends every lease the store gave and fails its waiting calls `CLOSED`. */
   close(): Promise<void>
 }
@@ -205,7 +226,11 @@ export class Lock {
    */
   hold<T>(key: string, fn: (lease: Lease) => T | PromiseLike<T>, options?: HoldOptions): Promise<T>
   /** As `hold`, but never waits: resolves `null` and runs nothing when the key is held (LOCK-17). */
-  tryHold<T>(key: string, fn: (lease: Lease) => T | PromiseLike<T>): Promise<T | null>
+  tryHold<T>(
+    key: string,
+    fn: (lease: Lease) => T | PromiseLike<T>,
+    options?: TryHoldOptions,
+  ): Promise<T | null>
 }
 
 /** A held lease, as the held function sees it. */
@@ -231,9 +256,9 @@ export class ManualLease {
   /** With LOCK-02's guarantee (MANUAL-07). */
   readonly fence: bigint
   /** Sets the expiry to now + `d` (MANUAL-03). */
-  extend(d: Duration): Promise<void>
+  extend(d: Duration, options?: SignalOptions): Promise<void>
   /** Releases the lease if it still owns its name (MANUAL-04). */
-  release(): Promise<void>
+  release(options?: SignalOptions): Promise<void>
 }
 
 /** Who leases a slot: a stable key and the instance id of one process. */
@@ -268,13 +293,13 @@ export class Slots {
    */
   acquire(owner: Owner, options?: SlotAcquireOptions): Promise<SlotLease | null>
   /** Renews `lease`, keeping its fence (SLOT-04); `null` when the owner or fence no longer match. */
-  renew(lease: SlotLease): Promise<SlotLease | null>
+  renew(lease: SlotLease, options?: SignalOptions): Promise<SlotLease | null>
   /**
    * Releases `lease`, having issued timestamps up to `lastIssued` ms: the
    * next holder's floor is `max(floor, min(lastIssued, ceiling))` (SLOT-05).
    * `false` when the owner or fence no longer match.
    */
-  release(lease: SlotLease, lastIssued: number | bigint): Promise<boolean>
+  release(lease: SlotLease, lastIssued: number | bigint, options?: SignalOptions): Promise<boolean>
   /**
    * Acquires a slot as `acquire` does, runs `fn(held)` holding it (renewed
    * in the background every ttl/3), and releases it when `fn` settles with

@@ -52,7 +52,9 @@ export async function main(url: string, token: string, ca: string): Promise<numb
     },
     { signal: controller.signal, wait: 1000 },
   )
-  const ran: string | null = await summaries.tryHold('chat-1', () => 'ran')
+  const ran: string | null = await summaries.tryHold('chat-1', () => 'ran', {
+    signal: controller.signal,
+  })
   try {
     await summaries.hold('chat-2', async () => 'late')
   } catch (error) {
@@ -64,11 +66,14 @@ export async function main(url: string, token: string, ca: string): Promise<numb
       console.log(code === codes.WAIT_TIMEOUT)
     }
   }
-  const manual: ManualLease | null = await store.tryAcquire('nightly', { ttl: '1m' })
+  const manual: ManualLease | null = await store.tryAcquire('nightly', {
+    ttl: '1m',
+    signal: controller.signal,
+  })
   if (manual !== null) {
-    await manual.extend('1m')
+    await manual.extend('1m', { signal: controller.signal })
     console.log(manual.name, manual.fence)
-    await manual.release()
+    await manual.release({ signal: controller.signal })
   }
   const waited: ManualLease = await store.acquire('nightly', {
     ttl: 60_000,
@@ -76,7 +81,7 @@ export async function main(url: string, token: string, ca: string): Promise<numb
     signal: controller.signal,
   })
   await waited.release()
-  const holders: HolderInfo[] = await store.holders('summaries')
+  const holders: HolderInfo[] = await store.holders('summaries', { signal: controller.signal })
 
   const orderIds: Slots = store.slots('order-ids', {
     limit: 1024,
@@ -102,8 +107,10 @@ export async function main(url: string, token: string, ca: string): Promise<numb
       const slotFence: bigint = lease.fence
       const window: number = lease.ceiling - Math.max(lease.floor, lease.expiresAt)
       console.log(lease.namespace, lease.owner.key, slotFence, window)
-      const renewed: SlotLease | null = await orderIds.renew(lease)
-      const released: boolean = await orderIds.release(renewed ?? lease, Date.now())
+      const renewed: SlotLease | null = await orderIds.renew(lease, { signal: controller.signal })
+      const released: boolean = await orderIds.release(renewed ?? lease, Date.now(), {
+        signal: controller.signal,
+      })
       console.log(released, await orderIds.release(lease, BigInt(lease.floor)))
     }
   } catch (error) {
@@ -130,7 +137,12 @@ export async function main(url: string, token: string, ca: string): Promise<numb
   }
   await store.close()
 
-  const remote: Store = await connect(url, { token, tls: { ca }, connectTimeout: '2s' })
+  const remote: Store = await connect(url, {
+    token,
+    tls: { ca },
+    connectTimeout: '2s',
+    signal: controller.signal,
+  })
   await remote.close()
 
   const clock = new VirtualClock()

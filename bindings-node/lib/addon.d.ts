@@ -21,14 +21,18 @@ export class NativeStore {
     margin: NativeDuration,
   ): NativeLock
   slots(name: string, options: NativeSlotsOptions): NativeSlots
-  tryAcquire(name: string, ttl: NativeDuration): Eventually<NativeManualLease | null>
+  tryAcquire(
+    name: string,
+    ttl: NativeDuration,
+    cancel: Canceller | null,
+  ): Eventually<NativeManualLease | null>
   acquire(
     name: string,
     ttl: NativeDuration,
     wait: NativeDuration,
     cancel: Canceller | null,
   ): Eventually<NativeManualLease>
-  holders(lock: string | null): Eventually<NativeHolderInfo[]>
+  holders(lock: string | null, cancel: Canceller | null): Eventually<NativeHolderInfo[]>
   close(): Eventually<void>
 }
 
@@ -57,7 +61,7 @@ export class NativeLock {
   readonly wait: number | null
   readonly margin: number
   begin(key: string, wait: NativeDuration, cancel: Canceller | null): Eventually<NativeHolding>
-  tryBegin(key: string): Eventually<NativeHolding | null>
+  tryBegin(key: string, cancel: Canceller | null): Eventually<NativeHolding | null>
 }
 
 export class NativeHolding {
@@ -74,8 +78,8 @@ export class NativeHolding {
 export class NativeManualLease {
   readonly name: string
   readonly fence: bigint
-  extend(d: NativeDuration): Eventually<void>
-  release(): Eventually<void>
+  extend(d: NativeDuration, cancel: Canceller | null): Eventually<void>
+  release(cancel: Canceller | null): Eventually<void>
 }
 
 export class NativeOwner {
@@ -100,8 +104,8 @@ export class NativeSlots {
     preferred: number | null,
     cancel: Canceller | null,
   ): Eventually<NativeSlotHolding | null>
-  renew(lease: NativeSlotLease): Eventually<NativeSlotLease | null>
-  release(lease: NativeSlotLease, lastIssued: bigint): Eventually<boolean>
+  renew(lease: NativeSlotLease, cancel: Canceller | null): Eventually<NativeSlotLease | null>
+  release(lease: NativeSlotLease, lastIssued: bigint, cancel: Canceller | null): Eventually<boolean>
 }
 
 export class NativeSlotLease {
@@ -154,7 +158,11 @@ export interface Native {
   Canceller: typeof Canceller
   NativeVirtualClock: typeof NativeVirtualClock
   memory(): NativeStore
-  connect(url: string, options: NativeConnectOptions): Eventually<NativeStore>
+  connect(
+    url: string,
+    options: NativeConnectOptions,
+    cancel: Canceller | null,
+  ): Eventually<NativeStore>
   errorCodes(): string[]
   owner(key: string, instance: string | null): NativeOwner
   memoryWith(clock: NativeVirtualClock | null, renewal: boolean, push: boolean): NativeStore

@@ -4,7 +4,6 @@
 // function between `begin` and `end` and turns the outcome into a promise.
 
 const args = require('./args')
-const { fromNative } = require('./errors')
 const { Lease } = require('./lease')
 const { LossSignal } = require('./loss')
 const { begin } = require('./run')
@@ -85,22 +84,26 @@ class Lock {
 
   /**
    * Runs `fn(lease)` holding `key` if it is free now; resolves `null` and
-   * runs nothing when it is held (LOCK-17). Otherwise as `hold`.
+   * runs nothing when it is held (LOCK-17). `options.signal` gives up
+   * waiting for the store's answer (CANCELLED; a grant that answers later
+   * is released at once, LOCK-18). Otherwise as `hold`.
    * @template T
    * @param {string} key
    * @param {(lease: Lease) => T | PromiseLike<T>} fn
+   * @param {import('../index').TryHoldOptions} [options]
    * @returns {Promise<T | null>}
    */
-  async tryHold(key, fn) {
+  async tryHold(key, fn, options) {
     args.string('key', key)
     args.func(fn)
-    let holding
-    try {
-      holding = await this.#native.tryBegin(key)
-    } catch (error) {
-      throw fromNative(error)
-    }
-    return holding === null ? null : this.#holdKey(holding, fn, null)
+    const given = args.options('tryHold options', options, ['signal'])
+    const signal = args.signal(given.signal)
+    const holding = await begin(
+      (canceller) => this.#native.tryBegin(key, canceller),
+      signal,
+      'gave up trying for the key',
+    )
+    return holding === null ? null : this.#holdKey(holding, fn, signal)
   }
 
   /**

@@ -19,10 +19,10 @@ const { LeaseholdError, LostError, fromNative } = require('./errors')
 /**
  * The error of a call given up by its signal: CANCELLED, with the signal's reason as cause.
  * @param {AbortSignal} signal
- * @param {string} [message]
+ * @param {string} message
  * @returns {LeaseholdError}
  */
-function cancelled(signal, message = 'gave up waiting for the key') {
+function cancelled(signal, message) {
   return new LeaseholdError('CANCELLED', message, { cause: signal.reason })
 }
 
@@ -165,4 +165,4 @@ class Held {
   }
 }
 
-module.exports = { cancellable, begin, run, cancelled, Held }
+module.exports = { cancellable, begin, run, Held }

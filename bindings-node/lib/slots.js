@@ -26,6 +26,10 @@ const MAX_U32 = 0xffff_ffff
 
 /** The message of an acquire (or a hold's) given up by its signal. */
 const GIVE_UP = 'gave up acquiring a slot'
+/** The message of a renewal given up by its signal. */
+const GIVE_UP_RENEWING = 'gave up renewing the slot'
+/** The message of a release given up by its signal. */
+const GIVE_UP_RELEASING = 'gave up releasing the slot'
 
 /**
  * The options of an acquire and of a hold (`what`: their name in errors):
@@ -322,18 +326,21 @@ class Slots {
   /**
    * Renews `lease` for the namespace's ttl (SLOT-04): the fence stays, the
    * expiry and the ceiling never move back; `null` when the slot's owner or
-   * fence no longer match.
+   * fence no longer match. `options.signal` gives up waiting for the
+   * store's answer (CANCELLED; the store may have renewed the lease).
    * @param {SlotLease} lease
+   * @param {import('../index').SignalOptions} [options]
    * @returns {Promise<SlotLease | null>}
    */
-  async renew(lease) {
+  async renew(lease, options) {
     const held = SlotLease.native(lease)
-    try {
-      const renewed = await this.#native.renew(held)
-      return renewed === null ? null : new SlotLease(renewed)
-    } catch (error) {
-      throw fromNative(error)
-    }
+    const signal = args.signal(args.options('slot renew options', options, ['signal']).signal)
+    const renewed = await cancellable(
+      (canceller) => this.#native.renew(held, canceller),
+      signal,
+      GIVE_UP_RENEWING,
+    )
+    return renewed === null ? null : new SlotLease(renewed)
   }
 
   /**
@@ -341,18 +348,22 @@ class Slots {
    * slot's next holder gets the floor `max(floor, min(lastIssued,
    * ceiling))` (SLOT-05). `false` when the slot's owner or fence no longer
    * match; a release repeated by the same holder answers `true` again.
+   * `options.signal` gives up waiting for the store's answer (CANCELLED;
+   * the release goes on, and repeating it says how it ended).
    * @param {SlotLease} lease
    * @param {number | bigint} lastIssued
+   * @param {import('../index').SignalOptions} [options]
    * @returns {Promise<boolean>}
    */
-  async release(lease, lastIssued) {
+  async release(lease, lastIssued, options) {
     const held = SlotLease.native(lease)
     const last = args.millis('lastIssued', lastIssued)
-    try {
-      return await this.#native.release(held, last)
-    } catch (error) {
-      throw fromNative(error)
-    }
+    const signal = args.signal(args.options('slot release options', options, ['signal']).signal)
+    return cancellable(
+      (canceller) => this.#native.release(held, last, canceller),
+      signal,
+      GIVE_UP_RELEASING,
+    )
   }
 }
 

@@ -6,8 +6,7 @@ const native = require('./native')
 const args = require('./args')
 const { fromNative } = require('./errors')
 const { Lock } = require('./lock')
-const { Held } = require('./run')
-const { cancelled } = require('./run')
+const { cancellable, Held } = require('./run')
 const { ManualLease } = require('./manual')
 const { Slots, MAX_U32 } = require('./slots')
 
@@ -93,20 +92,23 @@ class Store {
   /**
    * Takes the manual lease `name` if nobody holds it; `null` when another
    * holder has it (MANUAL-01). `ttl`: 1 s to 1 h, 10 s by default.
+   * `signal` gives up waiting for the store's answer (CANCELLED; a lease
+   * that answers later is released at once).
    * @param {string} name
    * @param {import('../index').TryAcquireOptions} [options]
    * @returns {Promise<ManualLease | null>}
    */
   async tryAcquire(name, options) {
     args.string('lease name', name)
-    const given = args.options('tryAcquire options', options, ['ttl'])
+    const given = args.options('tryAcquire options', options, ['ttl', 'signal'])
     const ttl = args.duration('ttl', given.ttl)
-    try {
-      const lease = await this.#native.tryAcquire(name, ttl)
-      return lease === null ? null : new ManualLease(lease)
-    } catch (error) {
-      throw fromNative(error)
-    }
+    const signal = args.signal(given.signal)
+    const lease = await cancellable(
+      (canceller) => this.#native.tryAcquire(name, ttl, canceller),
+      signal,
+      'gave up trying for the lease',
+    )
+    return lease === null ? null : new ManualLease(lease)
   }
 
   /**
@@ -122,32 +124,29 @@ class Store {
     const ttl = args.duration('ttl', given.ttl)
     const wait = args.duration('wait', given.wait)
     const signal = args.signal(given.signal)
-    // An aborted signal asks nothing of the store (as AbortSignal users expect).
-    if (signal?.aborted) throw cancelled(signal)
-    const canceller = signal === null ? null : new native.Canceller()
-    const giveUp = () => canceller?.cancel()
-    signal?.addEventListener('abort', giveUp, { once: true })
-    try {
-      return new ManualLease(await this.#native.acquire(name, ttl, wait, canceller))
-    } catch (error) {
-      throw fromNative(error, signal?.aborted ? { cause: signal.reason } : undefined)
-    } finally {
-      signal?.removeEventListener('abort', giveUp)
-    }
+    const lease = await cancellable(
+      (canceller) => this.#native.acquire(name, ttl, wait, canceller),
+      signal,
+      'gave up waiting for the key',
+    )
+    return new ManualLease(lease)
   }
 
   /**
-   * The holders of lock `lock` (or of every lock).
+   * The holders of lock `lock` (or of every lock). `options.signal` gives
+   * up waiting for the store's answer (CANCELLED).
    * @param {string} [lock]
+   * @param {import('../index').SignalOptions} [options]
    * @returns {Promise<HolderInfo[]>}
    */
-  async holders(lock) {
+  async holders(lock, options) {
     const name = args.optionalString('lock', lock)
-    try {
-      return await this.#native.holders(name)
-    } catch (error) {
-      throw fromNative(error)
-    }
+    const signal = args.signal(args.options('holders options', options, ['signal']).signal)
+    return cancellable(
+      (canceller) => this.#native.holders(name, canceller),
+      signal,
+      'gave up listing the holders',
+    )
   }
 
   /**
@@ -202,7 +201,8 @@ function pem(what, value) {
  * Connects to the store at `url`: the server store (`leasehold://host:port`,
  * or `leaseholds://` for TLS with `tls.ca`, the certificates to trust), or
  * etcd (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) as `user`
- * with `password`, presenting `clientCert` and `clientKey`.
+ * with `password`, presenting `clientCert` and `clientKey`. `signal` gives
+ * up connecting (CANCELLED; a store that connects later is closed at once).
  * @param {string} url
  * @param {import('../index').ConnectOptions} [options]
  * @returns {Promise<Store>}
@@ -218,6 +218,7 @@ async function connect(url, options) {
     'clientKey',
     'acceptOldEtcd',
     'connectTimeout',
+    'signal',
   ])
   const tls = args.options('tls', given.tls, ['ca'])
   // Absent, not null: the addon's options object takes no nulls.
@@ -231,11 +232,13 @@ async function connect(url, options) {
     acceptOldEtcd: args.flag('acceptOldEtcd', given.acceptOldEtcd),
     connectTimeout: args.duration('connectTimeout', given.connectTimeout) ?? undefined,
   }
-  try {
-    return new Store(await native.connect(url, nativeOptions))
-  } catch (error) {
-    throw fromNative(error)
-  }
+  const signal = args.signal(given.signal)
+  const store = await cancellable(
+    (canceller) => native.connect(url, nativeOptions, canceller),
+    signal,
+    'gave up connecting to the store',
+  )
+  return new Store(store)
 }
 
 module.exports = { Store, memory, connect }

@@ -5,10 +5,13 @@ use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
-use crate::cancel::Canceller;
+use crate::cancel::{self, Canceller};
 use crate::durations::{self, JsDuration};
 use crate::holding::NativeHolding;
 use crate::promise::{self, Eventually};
+
+/// The error message of a `tryBegin` given up by its canceller.
+const GAVE_UP_TRYING: &str = "gave up trying for the key";
 
 /// A lock: a named family of keys with its options (`leasehold::Lock`).
 #[napi]
@@ -80,17 +83,25 @@ impl NativeLock {
         })
     }
 
-    /// Holds `key` if it is free (`Lock::try_begin`); `null` when it is held (LOCK-17).
+    /// Holds `key` if it is free (`Lock::try_begin`); `null` when it is held
+    /// (LOCK-17). When `cancel` fires first, the call stops waiting for the
+    /// store's answer and fails `CANCELLED`; a grant that answers the
+    /// request later is released at once (LOCK-18).
     #[napi(catch_unwind)]
     pub fn try_begin<'env>(
         &self,
         env: &'env Env,
         key: String,
+        cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, Option<NativeHolding>>> {
         let lock = self.lock.clone();
+        let cancel = cancel.map(Canceller::token);
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            let holding = lock.try_begin(&key).await?;
+            let attempt = async move { lock.try_begin(&key).await };
+            let holding =
+                cancel::unless_given_up(cancel, &runtime, GAVE_UP_TRYING, attempt, cancel::dropped)
+                    .await?;
             Ok(holding.map(|h| NativeHolding::new(h, runtime)))
         })
     }

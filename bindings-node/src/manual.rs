@@ -6,8 +6,17 @@ use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
+use crate::cancel::{self, Canceller};
 use crate::durations::{self, JsDuration};
 use crate::promise::{self, Eventually};
+
+/// The error message of an extension given up by its canceller.
+const GAVE_UP_EXTENDING: &str =
+    "gave up extending the lease; the store may have extended it, which an extension repeated does again";
+
+/// The error message of a release given up by its canceller.
+const GAVE_UP_RELEASING: &str =
+    "gave up releasing the lease; the store may have released it, which a release repeated confirms";
 
 /// A manual lease (`leasehold::ManualLease`).
 #[napi]
@@ -37,22 +46,49 @@ impl NativeManualLease {
         BigInt::from(self.lease.fence())
     }
 
-    /// Sets the expiry to now + `d` (MANUAL-03).
+    /// Sets the expiry to now + `d` (MANUAL-03). When `cancel` fires first,
+    /// the call stops waiting for the store's answer and fails `CANCELLED`.
     #[napi(catch_unwind)]
     pub fn extend<'env>(
         &self,
         env: &'env Env,
         d: JsDuration,
+        cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, ()>> {
         let lease = self.lease.clone();
         let d = durations::duration("the extension", d);
-        promise::spawn(env, &self.runtime, async move { lease.extend(d?).await })
+        let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
+            let d = d?;
+            let extend = async move { lease.extend(d).await };
+            cancel::unless_given_up(cancel, &runtime, GAVE_UP_EXTENDING, extend, cancel::dropped)
+                .await
+        })
     }
 
-    /// Releases the lease if it still owns its name (MANUAL-04).
+    /// Releases the lease if it still owns its name (MANUAL-04). When
+    /// `cancel` fires first, the call stops waiting for the store's answer
+    /// and fails `CANCELLED`; the release goes on.
     #[napi(catch_unwind)]
-    pub fn release<'env>(&self, env: &'env Env) -> napi::Result<Eventually<'env, ()>> {
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&Canceller>,
+    ) -> napi::Result<Eventually<'env, ()>> {
         let lease = self.lease.clone();
-        promise::spawn(env, &self.runtime, async move { lease.release().await })
+        let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
+            let release = async move { lease.release().await };
+            cancel::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_RELEASING,
+                release,
+                cancel::dropped,
+            )
+            .await
+        })
     }
 }

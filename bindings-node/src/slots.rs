@@ -2,19 +2,17 @@
 //! owners that lease them and the leases. Which slot an acquire takes, and
 //! what a renewal or a release changes, is the core's
 //! (`leasehold::slots`); this module only translates values, errors and
-//! the `AbortSignal` of an acquire. A slot held while a function runs is
+//! the `AbortSignal` of a call. A slot held while a function runs is
 //! `slot_holding`'s.
 
-use std::future::Future;
-
 use leasehold::slots::{Owner, SlotLease, Slots};
-use leasehold::{CancellationToken, Error, ErrorKind};
+use leasehold::{Error, ErrorKind};
 use napi::bindgen_prelude::BigInt;
 use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
-use crate::cancel::Canceller;
+use crate::cancel::{self, Canceller};
 use crate::durations;
 use crate::errors::{thrown, Thrown};
 use crate::promise::{self, Eventually};
@@ -143,30 +141,18 @@ impl NativeSlotLease {
     }
 }
 
-/// The error of an acquire given up by its canceller.
-fn given_up() -> Error {
-    Error::new(
-        ErrorKind::Cancelled,
-        "gave up acquiring a slot; the store may have leased one to this owner, \
-         which an acquire by the same owner returns",
-    )
-}
+/// The error message of an acquire (or a begin) given up by its canceller.
+const GAVE_UP_ACQUIRING: &str =
+    "gave up acquiring a slot; the store may have leased one to this owner, \
+     which an acquire by the same owner returns";
 
-/// `work` (an acquire, a begin), unless `cancel` fires first: then it
-/// stops waiting for the store's answer and fails `CANCELLED`.
-async fn unless_given_up<T>(
-    cancel: Option<CancellationToken>,
-    work: impl Future<Output = leasehold::Result<T>>,
-) -> leasehold::Result<T> {
-    match cancel {
-        None => work.await,
-        Some(token) => tokio::select! {
-            biased;
-            _ = token.cancelled() => Err(given_up()),
-            result = work => result,
-        },
-    }
-}
+/// The error message of a renewal given up by its canceller.
+const GAVE_UP_RENEWING: &str =
+    "gave up renewing the slot; the store may have renewed it, which a renewal repeated returns";
+
+/// The error message of a release given up by its canceller.
+const GAVE_UP_RELEASING: &str =
+    "gave up releasing the slot; the store may have released it, which a release repeated answers";
 
 /// A slot namespace opened on a store (`leasehold::slots::Slots`).
 #[napi]
@@ -222,7 +208,8 @@ impl NativeSlots {
 
     /// Acquires a slot for `owner` (`Slots::acquire`, SLOT-01); `null` when
     /// every slot is held. When `cancel` fires first, the call stops
-    /// waiting for the store's answer and fails `CANCELLED`.
+    /// waiting for the store's answer and fails `CANCELLED` (the lease an
+    /// answer brings later is left to its ttl, or to the owner's next acquire).
     #[napi(catch_unwind)]
     pub fn acquire<'env>(
         &self,
@@ -234,8 +221,17 @@ impl NativeSlots {
         let slots = self.slots.clone();
         let owner = owner.owner.clone();
         let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            let result = unless_given_up(cancel, slots.acquire(&owner, preferred)).await?;
+            let acquire = async move { slots.acquire(&owner, preferred).await };
+            let result = cancel::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_ACQUIRING,
+                acquire,
+                cancel::dropped,
+            )
+            .await?;
             Ok(result.lease().map(|lease| NativeSlotLease { lease }))
         })
     }
@@ -243,7 +239,8 @@ impl NativeSlots {
     /// Acquires a slot for `owner` as `acquire` does and keeps it renewed
     /// until the returned holding ends (`Slots::begin`); `null` when every
     /// slot is held. When `cancel` fires first, the call stops waiting for
-    /// the store's answer and fails `CANCELLED`.
+    /// the store's answer and fails `CANCELLED` (a holding an answer brings
+    /// later is released at once).
     #[napi(catch_unwind)]
     pub fn begin<'env>(
         &self,
@@ -257,42 +254,71 @@ impl NativeSlots {
         let cancel = cancel.map(Canceller::token);
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            let holding = unless_given_up(cancel, slots.begin(&owner, preferred)).await?;
+            let begin = async move { slots.begin(&owner, preferred).await };
+            let holding = cancel::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_ACQUIRING,
+                begin,
+                cancel::dropped,
+            )
+            .await?;
             Ok(holding.map(|h| NativeSlotHolding::new(h, runtime)))
         })
     }
 
     /// Renews `lease` for this handle's ttl (`Slots::renew`, SLOT-04);
-    /// `null` when the slot's owner or fence no longer match.
+    /// `null` when the slot's owner or fence no longer match. When `cancel`
+    /// fires first, the call stops waiting for the store's answer and fails
+    /// `CANCELLED`.
     #[napi(catch_unwind)]
     pub fn renew<'env>(
         &self,
         env: &'env Env,
         lease: &NativeSlotLease,
+        cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, Option<NativeSlotLease>>> {
         let slots = self.slots.clone();
         let lease = lease.lease.clone();
+        let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            let renewed = slots.renew(&lease).await?;
+            let renew = async move { slots.renew(&lease).await };
+            let renewed =
+                cancel::unless_given_up(cancel, &runtime, GAVE_UP_RENEWING, renew, cancel::dropped)
+                    .await?;
             Ok(renewed.map(|lease| NativeSlotLease { lease }))
         })
     }
 
     /// Releases `lease` having issued timestamps up to `last_issued` ms
     /// (`Slots::release`, SLOT-05); `false` when the slot's owner or fence
-    /// no longer match.
+    /// no longer match. When `cancel` fires first, the call stops waiting
+    /// for the store's answer and fails `CANCELLED`.
     #[napi(catch_unwind)]
     pub fn release<'env>(
         &self,
         env: &'env Env,
         lease: &NativeSlotLease,
         last_issued: BigInt,
+        cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, bool>> {
         let slots = self.slots.clone();
         let lease = lease.lease.clone();
         let last_issued = millis_arg("lastIssued", last_issued);
+        let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            slots.release(&lease, last_issued?).await
+            let last_issued = last_issued?;
+            let release = async move { slots.release(&lease, last_issued).await };
+            cancel::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_RELEASING,
+                release,
+                cancel::dropped,
+            )
+            .await
         })
     }
 }

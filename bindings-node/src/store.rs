@@ -8,13 +8,22 @@ use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
-use crate::cancel::Canceller;
+use crate::cancel::{self, Canceller};
 use crate::durations::{self, JsDuration};
 use crate::errors::{thrown, Thrown};
 use crate::lock::NativeLock;
 use crate::manual::NativeManualLease;
 use crate::promise::{self, Eventually};
 use crate::slots::NativeSlots;
+
+/// The error message of a `connect` given up by its canceller.
+const GAVE_UP_CONNECTING: &str = "gave up connecting to the store";
+
+/// The error message of a `tryAcquire` given up by its canceller.
+const GAVE_UP_TRYING: &str = "gave up trying for the lease";
+
+/// The error message of a `holders` given up by its canceller.
+const GAVE_UP_LISTING: &str = "gave up listing the holders";
 
 /// A store of leases (`leasehold::Store`), and the runtime its calls run on.
 #[napi]
@@ -62,16 +71,19 @@ pub struct NativeConnectOptions {
 
 /// Connects to the store at `url`: the server store (`leasehold://host:port`,
 /// or `leaseholds://` for TLS) or etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
-/// `etcds://`; DIST-01).
+/// `etcds://`; DIST-01). When `cancel` fires first, the call stops waiting
+/// and fails `CANCELLED`; a store that connects later is closed at once.
 #[napi(catch_unwind)]
 pub fn connect<'env>(
     env: &'env Env,
     url: String,
     options: NativeConnectOptions,
+    cancel: Option<&Canceller>,
 ) -> napi::Result<Eventually<'env, NativeStore>> {
     let timeout = durations::optional("connectTimeout", options.connect_timeout);
+    let cancel = cancel.map(Canceller::token);
     let runtime = promise::process_runtime();
-    promise::spawn(env, &runtime.clone(), async move {
+    let connecting = async move {
         let mut core = ConnectOptions {
             token: options.token,
             ca_pem: options.ca_pem.map(String::into_bytes),
@@ -85,7 +97,17 @@ pub fn connect<'env>(
         if let Some(timeout) = timeout? {
             core.connect_timeout = timeout;
         }
-        let store = Store::connect(&url, core).await?;
+        Store::connect(&url, core).await
+    };
+    promise::spawn(env, &runtime.clone(), async move {
+        let store = cancel::unless_given_up(
+            cancel,
+            &runtime,
+            GAVE_UP_CONNECTING,
+            connecting,
+            cancel::dropped,
+        )
+        .await?;
         Ok(NativeStore::new(store, runtime))
     })
 }
@@ -188,20 +210,32 @@ impl NativeStore {
             .map_err(thrown)
     }
 
-    /// Takes the manual lease `name` if it is free; `null` when it is held (MANUAL-01).
+    /// Takes the manual lease `name` if it is free; `null` when it is held
+    /// (MANUAL-01). When `cancel` fires first, the call stops waiting for
+    /// the store's answer and fails `CANCELLED`; a lease that answers the
+    /// request later is released at once.
     #[napi(catch_unwind)]
     pub fn try_acquire<'env>(
         &self,
         env: &'env Env,
         name: String,
         ttl: Option<JsDuration>,
+        cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, Option<NativeManualLease>>> {
         let store = self.store.clone();
         let ttl = durations::optional("ttl", ttl);
+        let cancel = cancel.map(Canceller::token);
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
             let ttl = ttl?.unwrap_or(leasehold::duration::DEFAULT_TTL);
-            let lease = store.try_acquire(&name, ttl).await?;
+            let attempt = async move { store.try_acquire(&name, ttl).await };
+            let release = |lease: Option<leasehold::ManualLease>| async move {
+                if let Some(lease) = lease {
+                    let _ = lease.release().await;
+                }
+            };
+            let lease =
+                cancel::unless_given_up(cancel, &runtime, GAVE_UP_TRYING, attempt, release).await?;
             Ok(lease.map(|l| NativeManualLease::new(l, runtime)))
         })
     }
@@ -233,16 +267,23 @@ impl NativeStore {
         })
     }
 
-    /// The holders of lock `lock` (or of every lock).
+    /// The holders of lock `lock` (or of every lock). When `cancel` fires
+    /// first, the call stops waiting for the store's answer and fails `CANCELLED`.
     #[napi(catch_unwind)]
     pub fn holders<'env>(
         &self,
         env: &'env Env,
         lock: Option<String>,
+        cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, Vec<HolderInfo>>> {
         let store = self.store.clone();
+        let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            let holders = store.holders(lock.as_deref()).await?;
+            let list = async move { store.holders(lock.as_deref()).await };
+            let holders =
+                cancel::unless_given_up(cancel, &runtime, GAVE_UP_LISTING, list, cancel::dropped)
+                    .await?;
             Ok(holders
                 .into_iter()
                 .map(|h| HolderInfo {
