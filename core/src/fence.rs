@@ -98,7 +98,7 @@ impl Fences {
 
     /// Fences starting after `counter` grants in the first epoch `source`
     /// gives; lets tests reach the end of an epoch without 2^32 grants.
-    pub fn starting_at(mut source: Box<dyn EpochSource>, counter: u32) -> Result<Fences> {
+    fn starting_at(mut source: Box<dyn EpochSource>, counter: u32) -> Result<Fences> {
         let epoch = source.next_epoch()?;
         Ok(Fences {
             kind: Kind::Epochs {

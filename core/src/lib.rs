@@ -42,7 +42,10 @@ pub mod remote;
 pub mod runtime;
 pub mod slots;
 mod store;
+#[cfg(feature = "internals")]
 pub mod table;
+#[cfg(not(feature = "internals"))]
+mod table;
 
 pub use connect::{is_etcd_url, ConnectOptions};
 pub use engine::{HoldOptions, Holding};

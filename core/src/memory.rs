@@ -204,7 +204,10 @@ impl MemoryDriver {
         self.shared.lock().table.held()
     }
 
-    /// The table's holders of `lock` (or of every lock), with their lease ids, for inspection.
+    /// The table's holders of `lock` (or of every lock), with their lease
+    /// ids, for inspection by the workspace's tests (feature `internals`;
+    /// not a stable API).
+    #[cfg(feature = "internals")]
     pub fn table_holders(&self, lock: Option<&str>) -> Vec<crate::table::KeyHolder> {
         self.shared.lock().table.holders(lock)
     }

@@ -32,6 +32,8 @@ pub(crate) struct StoreInner {
     next_closing: AtomicU64,
     /// The process that opened the store: a child after `fork()` may not use it.
     pid: u32,
+    /// The embedded store's driver, for [`Store::memory_driver`].
+    #[cfg(feature = "internals")]
     memory: Option<Arc<MemoryDriver>>,
     /// The renewal groups of the leases held through this handle.
     pub(crate) groups: Groups,
@@ -113,11 +115,16 @@ impl Store {
     pub fn memory_with(options: MemoryOptions) -> Store {
         let runtime = runtime::current_or_global();
         let driver = Arc::new(MemoryDriver::new(options, &runtime));
-        let mut store = Store::from_driver(driver.clone(), runtime);
-        Arc::get_mut(&mut store.inner)
-            .expect("a new store is not shared")
-            .memory = Some(driver);
-        store
+        #[cfg(feature = "internals")]
+        {
+            let mut store = Store::from_driver(driver.clone(), runtime);
+            Arc::get_mut(&mut store.inner)
+                .expect("a new store is not shared")
+                .memory = Some(driver);
+            store
+        }
+        #[cfg(not(feature = "internals"))]
+        Store::from_driver(driver, runtime)
     }
 
     /// The server store at `url` (`leasehold://host:port`, or `leaseholds://`
@@ -163,6 +170,7 @@ impl Store {
                 closing: Mutex::new(HashMap::new()),
                 next_closing: AtomicU64::new(0),
                 pid: std::process::id(),
+                #[cfg(feature = "internals")]
                 memory: None,
                 groups: Groups::default(),
                 runtime,
@@ -171,7 +179,10 @@ impl Store {
         }
     }
 
-    /// The embedded store's driver, for inspecting its table; `None` for other stores.
+    /// The embedded store's driver, for inspecting its table; `None` for
+    /// other stores. For the workspace's tests (feature `internals`; not a
+    /// stable API).
+    #[cfg(feature = "internals")]
     pub fn memory_driver(&self) -> Option<&MemoryDriver> {
         self.inner.memory.as_deref()
     }

@@ -805,7 +805,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         self.require_write()?;
         let out = self.shared.driver.give_up(request_id).await?;
         self.waits.remove(&request_id);
-        if let leasehold::table::GiveUp::Released(lease_id) = out {
+        if let leasehold::driver::GiveUp::Released(lease_id) = out {
             self.held.remove(&lease_id);
             self.shared.metrics.releases.inc();
         }

@@ -5,6 +5,10 @@
 //! owner (a driver) gives every call the current instant, calls
 //! [`LeaseTable::advance`] when [`LeaseTable::next_deadline`] comes, and
 //! delivers the [`Event`]s it drains.
+//!
+//! Public only with the feature `internals`, for the workspace's benches and
+//! tests; not a stable API. What a driver deals in of it (requests, grants,
+//! give-ups, key names) is re-exported by [`crate::driver`].
 
 mod timers;
 
@@ -76,8 +80,8 @@ pub struct HoldRequest {
     /// Whether to wait in line when the key is held (`false` for tryHold).
     pub queue: bool,
     /// The renewal group the lease joins: it expires with the group and is
-    /// renewed by [`LeaseTable::renew_group`]. `None`: renewed by its own id.
-    /// Ignored without a ttl.
+    /// renewed with it ([`Driver::renew_group`](crate::driver::Driver::renew_group)).
+    /// `None`: renewed by its own id. Ignored without a ttl.
     pub group: Option<GroupId>,
 }
 
@@ -317,7 +321,8 @@ impl LeaseTable {
         self.keys.values().map(|k| k.line.len()).sum()
     }
 
-    /// The current holder of a key, if any.
+    /// The current holder of a key, if any (for inspection by tests).
+    #[cfg(any(test, feature = "internals"))]
     pub fn holder(&self, name: &KeyName) -> Option<KeyHolder> {
         let state = self.keys.get(name)?;
         let h = state.holder.as_ref()?;
