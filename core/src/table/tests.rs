@@ -349,11 +349,7 @@ fn released_leases_do_not_grow_the_timers() {
         );
         t.release(g.lease_id, at(0)).unwrap();
     }
-    assert!(
-        t.timers.len() <= 2048,
-        "{} timers left",
-        t.timers.len()
-    );
+    assert!(t.timers.len() <= 2048, "{} timers left", t.timers.len());
     let g = granted(t.hold(req("kept", Some(10)), at(0)).unwrap());
     for _ in 0..5000 {
         let h = granted(t.hold(req("other", Some(3600)), at(0)).unwrap());
