@@ -36,9 +36,10 @@ func cbytes(b []byte) (*C.uint8_t, C.size_t) {
 // nanos is a duration as the C ABI takes it.
 func nanos(d time.Duration) C.int64_t { return C.int64_t(d.Nanoseconds()) }
 
-// withCancel runs a blocking C call that takes a cancellation token, firing
-// the token when ctx ends (context.AfterFunc), so that the call gives up
-// and leaves the line (LOCK-18). A ctx that cannot end costs nothing.
+// withCancel runs a blocking C call that takes a cancellation token (one
+// round trip to the store, such as a manual lease's extend), firing the
+// token when ctx ends (context.AfterFunc), so that the call gives up. A
+// ctx that cannot end costs nothing. Calls that wait in line use awaitCall.
 func withCancel(ctx context.Context, call func(C.lh_cancel) *C.lh_error) error {
 	if ctx == nil {
 		return newError(CodeInvalidArgument, "a nil context.Context")

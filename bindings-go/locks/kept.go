@@ -15,12 +15,12 @@ import (
 
 // keptC is what the C library offers for one kind of hold (a key's
 // lh_holding_*, a slot's lh_slot_holding_*): reading its state I, the loss
-// callback, the end.
+// callback, the end (its _async form, as awaitCall starts it).
 type keptC[I any] struct {
 	what   string // "lease" or "slot", for the message of a loss
 	info   func(*I) *C.lh_error
 	onLost func(C.lh_lost_fn, C.uint64_t) *C.lh_error
-	end    func() *C.lh_error
+	end    func(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool
 	// ended makes the state as it is after the end: no time left, lost
 	// if the end said so.
 	ended func(last *I, lost bool, reason C.lh_loss_reason)
@@ -62,7 +62,7 @@ func (k *kept[I]) locked(f func(last *I)) {
 	f(k.fresh())
 }
 
-// end ends the hold, once.
+// end ends the hold, once; waiting for the store's answer holds no OS thread.
 func (k *kept[I]) end() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -71,7 +71,9 @@ func (k *kept[I]) end() error {
 		k.final()
 	}
 	k.done = true
-	err := takeError(k.c.end())
+	_, err := awaitCall(context.Background(), func(_ C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
+		return k.c.end(done, user, now)
+	})
 	lost, reason := lostAtEnd(err)
 	k.c.ended(&k.last, lost, reason)
 	return err

@@ -35,7 +35,9 @@ func newHeldLease(h C.lh_holding) *heldLease {
 		onLost: func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
 			return C.lh_holding_on_lost(h, callback, user)
 		},
-		end: func() *C.lh_error { return C.lh_holding_end(h) },
+		end: func(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
+			return C.lh_holding_end_async(h, done, user, now)
+		},
 		// After the end, the lease is gone: no time left, and lost if it was lost while held.
 		ended: func(last *C.lh_lease_info, lost bool, reason C.lh_loss_reason) {
 			*last = C.lh_lease_info{has_remaining: true}

@@ -85,47 +85,40 @@ func (l *Lock) Hold(ctx context.Context, key string, fn HeldFunc, opts ...Option
 	if err != nil {
 		return err
 	}
-	var o C.lh_call_options
+	var callOpts C.lh_call_options
 	if s.wait != nil {
-		o.has_wait, o.wait_ns = true, nanos(*s.wait)
+		callOpts.has_wait, callOpts.wait_ns = true, nanos(*s.wait)
 	}
-	var h C.lh_holding
-	var fence C.uint64_t
-	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
 		k, kn := cstr(key)
-		return C.lh_lock_begin(l.h, k, kn, &o, c, &h, &fence)
+		return C.lh_lock_begin_async(l.h, k, kn, &callOpts, c, done, user, now)
 	})
 	runtime.KeepAlive(l)
+	runtime.KeepAlive(key)
 	if err != nil {
 		return err
 	}
-	return l.run(ctx, key, h, uint64(fence), fn)
+	return l.run(ctx, key, C.lh_holding{id: C.uint64_t(o.handle)}, uint64(o.fence), fn)
 }
 
-// TryHold runs fn holding key if the key is free now, never waiting
-// (LOCK-17): (false, nil) and nothing runs when another holder has it.
-// Otherwise it is Hold, without the wait.
+// TryHold runs fn holding key if the key is free now, never waiting in
+// line (LOCK-17): (false, nil) and nothing runs when another holder has it.
+// Otherwise it is Hold, without the wait; ctx ending while the store has not
+// answered (a server store reconnecting) fails it ErrCancelled.
 func (l *Lock) TryHold(ctx context.Context, key string, fn HeldFunc) (bool, error) {
 	if fn == nil {
 		return false, newError(CodeInvalidArgument, "TryHold: a nil function")
 	}
-	if ctx == nil {
-		return false, newError(CodeInvalidArgument, "TryHold: a nil context.Context")
-	}
-	if ctx.Err() != nil {
-		return false, withCause(ctx, newError(CodeCancelled, "the context ended before the call"))
-	}
-	var h C.lh_holding
-	var held C.bool
-	var fence C.uint64_t
-	k, kn := cstr(key)
-	err := takeError(C.lh_lock_try_begin(l.h, k, kn, &h, &held, &fence))
+	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
+		k, kn := cstr(key)
+		return C.lh_lock_try_begin_async(l.h, k, kn, c, done, user, now)
+	})
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(key)
-	if err != nil || !bool(held) {
+	if err != nil || !bool(o.held) {
 		return false, err
 	}
-	return true, l.run(ctx, key, h, uint64(fence), fn)
+	return true, l.run(ctx, key, C.lh_holding{id: C.uint64_t(o.handle)}, uint64(o.fence), fn)
 }
 
 // run runs fn holding h, and ends the hold however fn ends.

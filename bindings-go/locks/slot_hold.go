@@ -38,18 +38,16 @@ func (s *Slots) Hold(ctx context.Context, owner Owner, fn HeldSlotFunc, opts ...
 	if err != nil {
 		return false, err
 	}
-	var h C.lh_slot_holding
-	var held C.bool
-	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
 		k, kn := cstr(owner.key)
 		i, in := cstr(owner.instance)
-		return C.lh_slots_begin(s.h, k, kn, i, in, hasPreferred, preferred, c, &h, &held)
+		return C.lh_slots_begin_async(s.h, k, kn, i, in, hasPreferred, preferred, c, done, user, now)
 	})
 	runtime.KeepAlive(owner)
-	if err != nil || !bool(held) {
+	if err != nil || !bool(o.held) {
 		return false, err
 	}
-	slot := newHeldSlot(h, s.name, owner)
+	slot := newHeldSlot(C.lh_slot_holding{id: C.uint64_t(o.handle)}, s.name, owner)
 	return true, slot.kept.run(ctx, func(ctx context.Context) error { return fn(ctx, slot) })
 }
 
@@ -75,7 +73,9 @@ func newHeldSlot(h C.lh_slot_holding, namespace string, owner Owner) *HeldSlot {
 		onLost: func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
 			return C.lh_slot_holding_on_lost(h, callback, user)
 		},
-		end: func() *C.lh_error { return C.lh_slot_holding_end(h) },
+		end: func(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
+			return C.lh_slot_holding_end_async(h, done, user, now)
+		},
 		// After the end, the slot is as it was then: no time left, and lost if it was lost while held.
 		ended: func(last *C.lh_held_slot_info, lost bool, reason C.lh_loss_reason) {
 			last.remaining_ns = 0

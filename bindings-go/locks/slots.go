@@ -132,19 +132,17 @@ func (s *Slots) Acquire(ctx context.Context, owner Owner, opts ...Option) (*Slot
 	if err != nil {
 		return nil, false, err
 	}
-	var h C.lh_slot_lease
-	var leased C.bool
-	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
 		k, kn := cstr(owner.key)
 		i, in := cstr(owner.instance)
-		return C.lh_slots_acquire(s.h, k, kn, i, in, hasPreferred, preferred, c, &h, &leased)
+		return C.lh_slots_acquire_async(s.h, k, kn, i, in, hasPreferred, preferred, c, done, user, now)
 	})
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(owner)
-	if err != nil || !bool(leased) {
+	if err != nil || !bool(o.held) {
 		return nil, false, err
 	}
-	return newSlotLease(h, s.name, owner), true, nil
+	return newSlotLease(C.lh_slot_lease{id: C.uint64_t(o.handle)}, s.name, owner), true, nil
 }
 
 // preferredSlot reads the options of call (Slots.Acquire, Slots.Hold): the

@@ -12,15 +12,16 @@ import (
 )
 
 // Store grants leases: the embedded store (Memory), the server store or
-// etcd (Connect). Safe for concurrent use. Close it when done; a finalizer
-// closes a store that was dropped unclosed.
+// etcd (Connect). Safe for concurrent use. Close it when done; a store
+// dropped unclosed is freed by a finalizer, which never blocks: the store
+// ends once its locks and leases are gone too.
 type Store struct {
 	h C.lh_store
 }
 
 func newStore(h C.lh_store) *Store {
 	s := &Store{h: h}
-	runtime.SetFinalizer(s, func(s *Store) { C.lh_error_free(C.lh_store_close(s.h)) })
+	runtime.SetFinalizer(s, func(s *Store) { C.lh_error_free(C.lh_store_free(s.h)) })
 	return s
 }
 
@@ -47,15 +48,15 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	o, free := s.connectOptions()
 	defer free()
-	var h C.lh_store
-	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+	out, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
 		u, un := cstr(url)
-		return C.lh_store_connect(u, un, o, c, &h)
+		return C.lh_store_connect_async(u, un, o, c, done, user, now)
 	})
+	runtime.KeepAlive(url)
 	if err != nil {
 		return nil, err
 	}
-	return newStore(h), nil
+	return newStore(C.lh_store{id: C.uint64_t(out.handle)}), nil
 }
 
 // connectOptions copies the options of Connect into C memory (no Go
@@ -106,17 +107,16 @@ func (s *Store) Close() error {
 // (MANUAL-01): (lease, true, nil), or (nil, false, nil) when another holder
 // has it. The lease is renewed only by Extend; Unlock it when done.
 func (s *Store) TryLock(ctx context.Context, name string, ttl time.Duration) (*Lease, bool, error) {
-	var h C.lh_manual
-	var held C.bool
-	err := withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
 		n, nn := cstr(name)
-		return C.lh_store_try_acquire(s.h, n, nn, nanos(ttl), c, &h, &held)
+		return C.lh_store_try_acquire_async(s.h, n, nn, nanos(ttl), c, done, user, now)
 	})
 	runtime.KeepAlive(s)
-	if err != nil || !bool(held) {
+	runtime.KeepAlive(name)
+	if err != nil || !bool(o.held) {
 		return nil, false, err
 	}
-	return newManualLease(s, name, h), true, nil
+	return newManualLease(s, name, C.lh_manual{id: C.uint64_t(o.handle)}), true, nil
 }
 
 // Lock waits for the manual lease name (MANUAL-02), woken by the store's
@@ -132,14 +132,14 @@ func (s *Store) Lock(ctx context.Context, name string, ttl time.Duration, opts .
 	if o.wait != nil {
 		wait = nanos(*o.wait)
 	}
-	var h C.lh_manual
-	err = withCancel(ctx, func(c C.lh_cancel) *C.lh_error {
+	out, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
 		n, nn := cstr(name)
-		return C.lh_store_acquire(s.h, n, nn, nanos(ttl), hasWait, wait, c, &h)
+		return C.lh_store_acquire_async(s.h, n, nn, nanos(ttl), hasWait, wait, c, done, user, now)
 	})
 	runtime.KeepAlive(s)
+	runtime.KeepAlive(name)
 	if err != nil {
 		return nil, err
 	}
-	return newManualLease(s, name, h), nil
+	return newManualLease(s, name, C.lh_manual{id: C.uint64_t(out.handle)}), nil
 }

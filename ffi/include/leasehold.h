@@ -11,7 +11,7 @@
 
 // The version of the ABI: the header's `LH_ABI_VERSION` must equal
 // [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-#define LH_ABI_VERSION 3
+#define LH_ABI_VERSION 4
 
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
 #define LH_CODE_COUNT 17
@@ -135,6 +135,31 @@ typedef struct {
 // already, on the registering thread), must return soon, and must make no
 // blocking `lh_` call.
 typedef void (*lh_lost_fn)(uint64_t user, lh_loss_reason reason);
+
+// How a call that may wait ended. Which fields it fills is the call's to
+// say; the others are zero.
+typedef struct {
+  // NULL when the call succeeded, else its error, which the receiver
+  // frees with `lh_error_free`.
+  lh_error *error;
+  // The id of the handle the call made (an `lh_holding`, `lh_manual`,
+  // `lh_store`, `lh_slot_holding` or `lh_slot_lease`, as the call says),
+  // 0 when it made none: `lh_holding h = { outcome.handle };`.
+  uint64_t handle;
+  // For the calls that may find nothing free (`lh_lock_try_begin_async`,
+  // the manual `lh_store_try_acquire_async`, the slot calls): whether it
+  // got what it asked for; when false, `handle` is 0. True for the others
+  // when they succeed.
+  bool held;
+  // The fence of the lease a hold got, else 0.
+  uint64_t fence;
+} lh_outcome;
+
+// Called once with the `user` value given to a call and its outcome, when
+// a call that went on ends. It runs on a thread of the library's runtime
+// (or, for a call given no `now`, maybe on the calling thread before the
+// call returns), must return soon, and must make no blocking `lh_` call.
+typedef void (*lh_done_fn)(uint64_t user, lh_outcome outcome);
 
 // A store of leases.
 typedef struct {
@@ -382,6 +407,14 @@ lh_error *lh_holding_wait_lost(lh_holding holding, lh_cancel cancel, bool *lost)
 // any point while held (LOCK-10). Ending twice fails `LH_CLOSED`.
 lh_error *lh_holding_end(lh_holding holding);
 
+// `lh_holding_end` without blocking: its outcome (no handle) comes as
+// `lh_outcome`s do. The handle is freed before this returns.
+//
+// # Safety
+// `now` must be NULL or valid for a write; `done` callable from any thread
+// with `user` until called.
+bool lh_holding_end_async(lh_holding holding, lh_done_fn done, uint64_t user, lh_outcome *now);
+
 // Opens the lock `name` of `store` with `options` (NULL: every default).
 // Nothing is sent to the store; bad options fail at once (`LH_INVALID_TTL`,
 // `LH_EMPTY_NAME`).
@@ -403,7 +436,8 @@ lh_error *lh_lock_free(lh_lock lock);
 // needs it (LOCK-06). The wait ends with `LH_WAIT_TIMEOUT` past the call's
 // or the lock's wait, or `LH_CANCELLED` when `cancel` fires (zero: none);
 // either way the request leaves the line (LOCK-18). `fence` (NULL: not
-// wanted) receives the lease's fence.
+// wanted) receives the lease's fence. `lh_lock_begin_async` is the same
+// without blocking a thread while in line.
 //
 // # Safety
 // `key` must be NULL or point to `key_len` readable bytes; `options` NULL
@@ -417,8 +451,27 @@ lh_error *lh_lock_begin(lh_lock lock,
                         lh_holding *out,
                         uint64_t *fence);
 
-// Holds `key` of `lock` if it is free now, never waiting (LOCK-17):
-// `*held` says whether it was; when it was not, nothing else is written.
+// `lh_lock_begin` without blocking: it returns at once, and the hold's
+// outcome (`handle`: an `lh_holding`; `fence`) comes as `lh_outcome`s do
+// (`now`, else `done`; see `lh_outcome`). `cancel` ends the wait with
+// `LH_CANCELLED`, and the request leaves the line (LOCK-18).
+//
+// # Safety
+// As for `lh_lock_begin`; `now` NULL or valid for a write; `done` callable
+// from any thread with `user` until called.
+bool lh_lock_begin_async(lh_lock lock,
+                         const uint8_t *key,
+                         size_t key_len,
+                         const lh_call_options *options,
+                         lh_cancel cancel,
+                         lh_done_fn done,
+                         uint64_t user,
+                         lh_outcome *now);
+
+// Holds `key` of `lock` if it is free now, never waiting in line
+// (LOCK-17): `*held` says whether it was; when it was not, nothing else is
+// written. `cancel` (zero: none) stops waiting for the store's answer
+// (`LH_CANCELLED`), as while the server store reconnects.
 //
 // # Safety
 // `key` must be NULL or point to `key_len` readable bytes; `out` and
@@ -426,12 +479,28 @@ lh_error *lh_lock_begin(lh_lock lock,
 lh_error *lh_lock_try_begin(lh_lock lock,
                             const uint8_t *key,
                             size_t key_len,
+                            lh_cancel cancel,
                             lh_holding *out,
                             bool *held,
                             uint64_t *fence);
 
+// `lh_lock_try_begin` without blocking: the outcome (`held`; when held,
+// `handle`, an `lh_holding`, and `fence`) comes as `lh_outcome`s do.
+//
+// # Safety
+// As for `lh_lock_try_begin`'s `key`; `now` NULL or valid for a write;
+// `done` callable from any thread with `user` until called.
+bool lh_lock_try_begin_async(lh_lock lock,
+                             const uint8_t *key,
+                             size_t key_len,
+                             lh_cancel cancel,
+                             lh_done_fn done,
+                             uint64_t user,
+                             lh_outcome *now);
+
 // Takes the manual lease `name` for `ttl_ns` if nobody holds it, at once
 // (MANUAL-01): `*held` says whether it did. The ttl lies from 1 s to 1 h.
+// `cancel` (zero: none) stops waiting for the store's answer.
 //
 // # Safety
 // `name` must be NULL or point to `name_len` readable bytes; `out` and
@@ -443,6 +512,21 @@ lh_error *lh_store_try_acquire(lh_store store,
                                lh_cancel cancel,
                                lh_manual *out,
                                bool *held);
+
+// `lh_store_try_acquire` without blocking: the outcome (`held`; when
+// held, `handle`, an `lh_manual`, and `fence`) comes as `lh_outcome`s do.
+//
+// # Safety
+// As for `lh_store_try_acquire`'s `name`; `now` NULL or valid for a write;
+// `done` callable from any thread with `user` until called.
+bool lh_store_try_acquire_async(lh_store store,
+                                const uint8_t *name,
+                                size_t name_len,
+                                int64_t ttl_ns,
+                                lh_cancel cancel,
+                                lh_done_fn done,
+                                uint64_t user,
+                                lh_outcome *now);
 
 // Waits for the manual lease `name` (MANUAL-02): woken by the store's push
 // where it pushes, polling with jittered backoff elsewhere. `has_wait` /
@@ -460,6 +544,23 @@ lh_error *lh_store_acquire(lh_store store,
                            int64_t wait_ns,
                            lh_cancel cancel,
                            lh_manual *out);
+
+// `lh_store_acquire` without blocking a thread while it waits: the
+// outcome (`handle`, an `lh_manual`, and `fence`) comes as `lh_outcome`s do.
+//
+// # Safety
+// As for `lh_store_acquire`'s `name`; `now` NULL or valid for a write;
+// `done` callable from any thread with `user` until called.
+bool lh_store_acquire_async(lh_store store,
+                            const uint8_t *name,
+                            size_t name_len,
+                            int64_t ttl_ns,
+                            bool has_wait,
+                            int64_t wait_ns,
+                            lh_cancel cancel,
+                            lh_done_fn done,
+                            uint64_t user,
+                            lh_outcome *now);
 
 // The lease's fence (MANUAL-07).
 //
@@ -549,6 +650,24 @@ lh_error *lh_slots_acquire(lh_slots slots,
                            lh_slot_lease *out,
                            bool *leased);
 
+// `lh_slots_acquire` without blocking: the outcome (`held`: leased; when
+// leased, `handle`, an `lh_slot_lease`, and `fence`) comes as `lh_outcome`s do.
+//
+// # Safety
+// As for `lh_slots_acquire`'s `key` and `instance`; `now` NULL or valid
+// for a write; `done` callable from any thread with `user` until called.
+bool lh_slots_acquire_async(lh_slots slots,
+                            const uint8_t *key,
+                            size_t key_len,
+                            const uint8_t *instance,
+                            size_t instance_len,
+                            bool has_preferred,
+                            uint32_t preferred,
+                            lh_cancel cancel,
+                            lh_done_fn done,
+                            uint64_t user,
+                            lh_outcome *now);
+
 // Renews `lease` for the namespace's ttl (SLOT-04): the fence stays, and
 // `*out` is a new handle of the renewed lease (the old one stays valid
 // until freed). `*renewed` is false, and nothing else is written, when the
@@ -610,6 +729,24 @@ lh_error *lh_slots_begin(lh_slots slots,
                          lh_slot_holding *out,
                          bool *held);
 
+// `lh_slots_begin` without blocking: the outcome (`held`; when held,
+// `handle`, an `lh_slot_holding`, and `fence`) comes as `lh_outcome`s do.
+//
+// # Safety
+// As for `lh_slots_begin`'s `key` and `instance`; `now` NULL or valid for
+// a write; `done` callable from any thread with `user` until called.
+bool lh_slots_begin_async(lh_slots slots,
+                          const uint8_t *key,
+                          size_t key_len,
+                          const uint8_t *instance,
+                          size_t instance_len,
+                          bool has_preferred,
+                          uint32_t preferred,
+                          lh_cancel cancel,
+                          lh_done_fn done,
+                          uint64_t user,
+                          lh_outcome *now);
+
 // What the held slot is like now: the lease as last renewed, the largest
 // timestamp recorded as issued, loss, time left.
 //
@@ -649,6 +786,17 @@ lh_error *lh_slot_holding_wait_lost(lh_slot_holding holding, lh_cancel cancel, b
 // next holder starts above its ceiling. Ending twice fails `LH_CLOSED`.
 lh_error *lh_slot_holding_end(lh_slot_holding holding);
 
+// `lh_slot_holding_end` without blocking: its outcome (no handle) comes as
+// `lh_outcome`s do. The handle is freed before this returns.
+//
+// # Safety
+// `now` must be NULL or valid for a write; `done` callable from any thread
+// with `user` until called.
+bool lh_slot_holding_end_async(lh_slot_holding holding,
+                               lh_done_fn done,
+                               uint64_t user,
+                               lh_outcome *now);
+
 // Opens an embedded store in this process (LOCK-19: its holders need no renewal).
 //
 // # Safety
@@ -672,10 +820,30 @@ lh_error *lh_store_connect(const uint8_t *url,
                            lh_cancel cancel,
                            lh_store *out);
 
+// `lh_store_connect` without blocking: the outcome (`handle`, an
+// `lh_store`) comes as `lh_outcome`s do.
+//
+// # Safety
+// As for `lh_store_connect`'s `url` and `options`; `now` NULL or valid for
+// a write; `done` callable from any thread with `user` until called.
+bool lh_store_connect_async(const uint8_t *url,
+                            size_t url_len,
+                            const lh_connect_options *options,
+                            lh_cancel cancel,
+                            lh_done_fn done,
+                            uint64_t user,
+                            lh_outcome *now);
+
 // Closes the store and frees its handle: every lease it gave ends, every
 // waiting call fails `LH_CLOSED`; later calls on the store or on its locks
-// and leases fail `LH_CLOSED`. Closing twice fails `LH_CLOSED`.
+// and leases fail `LH_CLOSED`. Closing twice fails `LH_CLOSED`. Blocks
+// until the store's leases were released.
 lh_error *lh_store_close(lh_store store);
+
+// Frees the store's handle without closing it, never blocking (for a
+// finalizer): its locks, holds and leases go on, and the store ends with
+// the last of them. Freeing a closed or freed store fails `LH_CLOSED`.
+lh_error *lh_store_free(lh_store store);
 
 // Makes a virtual clock at its origin.
 //

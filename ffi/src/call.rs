@@ -1,6 +1,7 @@
 //! How every export runs: panics caught, errors handed out as objects,
 //! blocking calls run on the process's runtime.
 
+use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -20,18 +21,18 @@ pub(crate) fn run(f: impl FnOnce() -> Result<()>) -> *mut lh_error {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => std::ptr::null_mut(),
         Ok(Err(e)) => lh_error::into_raw(&e),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("a panic");
-            lh_error::into_raw(&Error::new(
-                ErrorKind::Internal,
-                format!("leasehold panicked: {what}"),
-            ))
-        }
+        Err(panic) => lh_error::into_raw(&panicked(panic)),
     }
+}
+
+/// The `Internal` error a caught panic becomes.
+pub(crate) fn panicked(panic: Box<dyn Any + Send>) -> Error {
+    let what = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic");
+    Error::new(ErrorKind::Internal, format!("leasehold panicked: {what}"))
 }
 
 /// Runs `fut` to completion on `rt`, the runtime of the store it belongs

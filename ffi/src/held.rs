@@ -12,6 +12,7 @@ use crate::error::{lh_error, lh_loss_reason};
 use crate::handles;
 use crate::input;
 use crate::kept::Kept;
+use crate::pending::{lh_done_fn, lh_outcome};
 
 /// A held key, from `lh_lock_begin` or `lh_lock_try_begin` until `lh_holding_end`.
 #[repr(C)]
@@ -107,4 +108,21 @@ pub unsafe extern "C" fn lh_holding_wait_lost(
 #[no_mangle]
 pub extern "C" fn lh_holding_end(holding: lh_holding) -> *mut lh_error {
     run(|| HeldLease::end_of(holding.id))
+}
+
+/// `lh_holding_end` without blocking: its outcome (no handle) comes as
+/// `lh_outcome`s do. The handle is freed before this returns.
+///
+/// # Safety
+/// `now` must be NULL or valid for a write; `done` callable from any thread
+/// with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_holding_end_async(
+    holding: lh_holding,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe { HeldLease::end_async_of(holding.id, done, user, now) }
 }

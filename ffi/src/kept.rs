@@ -20,6 +20,7 @@ use crate::error::lh_loss_reason;
 use crate::handles::{self, Kind};
 use crate::held::lh_lost_fn;
 use crate::input;
+use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -175,9 +176,33 @@ where
     /// core's holding (`Closed` if it ended already).
     pub(crate) fn end_of(id: u64) -> Result<()> {
         not_in_runtime()?;
+        let (runtime, ended) = Self::ending(id)?;
+        block_on(&runtime, ended).map(drop)
+    }
+
+    /// `lh_*_end_async`: [`Kept::end_of`] without blocking (`crate::pending`).
+    ///
+    /// # Safety
+    /// As for [`pending::start`].
+    pub(crate) unsafe fn end_async_of(
+        id: u64,
+        done: lh_done_fn,
+        user: u64,
+        now: *mut lh_outcome,
+    ) -> bool {
+        // SAFETY: passed on from the caller.
+        unsafe { pending::start(|| Self::ending(id), done, user, now) }
+    }
+
+    /// The end of the hold behind `id`: its handle freed and its watching
+    /// ended now, the core's holding ended by the future.
+    #[allow(clippy::type_complexity)]
+    fn ending(id: u64) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
         let kept = handles::remove::<Arc<Self>>(id)?;
         let holding = kept.take()?;
-        block_on(kept.runtime(), holding.end())
+        Ok((kept.runtime().clone(), async move {
+            holding.end().await.map(|()| Done::OK)
+        }))
     }
 }
 

@@ -20,6 +20,11 @@
 //!   (`leasehold::runtime::process_runtime`) from the calling thread; they
 //!   must not be called from a thread that runs that runtime (such as inside
 //!   an `lh_lost_fn` callback), and fail `InvalidArgument` if they are.
+//! - Every call that may wait (in line or on the store) has an `_async`
+//!   form that returns at once and completes through an `lh_done_fn` with
+//!   the caller's user value (`crate::pending`): no thread of the caller's
+//!   waits, and the call's `lh_cancel` ends it. Every such call takes a
+//!   cancel token.
 //!
 //! `lh_abi_version` says which version of these rules and signatures the
 //! library implements; a caller compiled against another `LH_ABI_VERSION`
@@ -36,6 +41,7 @@ mod input;
 mod kept;
 mod lock;
 mod manual;
+mod pending;
 mod slots;
 mod store;
 mod testing;
@@ -46,28 +52,32 @@ pub use error::{
     lh_error_message, lh_loss_reason, LH_CODE_COUNT,
 };
 pub use held::{
-    lh_holding, lh_holding_end, lh_holding_info, lh_holding_on_lost, lh_holding_wait_lost,
-    lh_lease_info, lh_lost_fn,
+    lh_holding, lh_holding_end, lh_holding_end_async, lh_holding_info, lh_holding_on_lost,
+    lh_holding_wait_lost, lh_lease_info, lh_lost_fn,
 };
 pub use lock::{
-    lh_call_options, lh_lock, lh_lock_begin, lh_lock_free, lh_lock_open, lh_lock_options,
-    lh_lock_try_begin,
+    lh_call_options, lh_lock, lh_lock_begin, lh_lock_begin_async, lh_lock_free, lh_lock_open,
+    lh_lock_options, lh_lock_try_begin, lh_lock_try_begin_async,
 };
 pub use manual::{
     lh_manual, lh_manual_extend, lh_manual_fence, lh_manual_free, lh_manual_release,
-    lh_store_acquire, lh_store_try_acquire,
+    lh_store_acquire, lh_store_acquire_async, lh_store_try_acquire, lh_store_try_acquire_async,
 };
+pub use pending::{lh_done_fn, lh_outcome};
 pub use slots::holding::{
-    lh_held_slot_info, lh_slot_holding, lh_slot_holding_end, lh_slot_holding_info,
-    lh_slot_holding_issued, lh_slot_holding_lease, lh_slot_holding_on_lost,
-    lh_slot_holding_wait_lost, lh_slots_begin,
+    lh_held_slot_info, lh_slot_holding, lh_slot_holding_end, lh_slot_holding_end_async,
+    lh_slot_holding_info, lh_slot_holding_issued, lh_slot_holding_lease, lh_slot_holding_on_lost,
+    lh_slot_holding_wait_lost, lh_slots_begin, lh_slots_begin_async,
 };
 pub use slots::{
     lh_owner_check, lh_owner_new, lh_slot_info, lh_slot_lease, lh_slot_lease_free,
-    lh_slot_lease_info, lh_slots, lh_slots_acquire, lh_slots_free, lh_slots_open, lh_slots_options,
-    lh_slots_release, lh_slots_renew, LH_NAME_MAX,
+    lh_slot_lease_info, lh_slots, lh_slots_acquire, lh_slots_acquire_async, lh_slots_free,
+    lh_slots_open, lh_slots_options, lh_slots_release, lh_slots_renew, LH_NAME_MAX,
 };
-pub use store::{lh_connect_options, lh_store, lh_store_close, lh_store_connect, lh_store_memory};
+pub use store::{
+    lh_connect_options, lh_store, lh_store_close, lh_store_connect, lh_store_connect_async,
+    lh_store_free, lh_store_memory,
+};
 pub use testing::{
     lh_clock, lh_clock_advance, lh_clock_free, lh_clock_new, lh_duration_parse, lh_memory_options,
     lh_store_memory_with, lh_testing_panic,
@@ -75,7 +85,7 @@ pub use testing::{
 
 /// The version of the ABI: the header's `LH_ABI_VERSION` must equal
 /// [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-pub const LH_ABI_VERSION: u32 = 3;
+pub const LH_ABI_VERSION: u32 = 4;
 
 /// The ABI version this library implements (compare with `LH_ABI_VERSION`).
 #[no_mangle]

@@ -1,18 +1,20 @@
 //! Locks: opening one with its options, and starting to hold a key of it.
 
+use std::future::Future;
 use std::sync::Arc;
 
-use leasehold::{CancellationToken, HoldOptions, Lock, Store};
+use leasehold::{CancellationToken, HoldOptions, Holding, Lock, Result, Store};
+use tokio::runtime::Handle;
 
-use crate::handles::OnRuntime;
-
-use crate::call::{block_on, run};
+use crate::call::{block_on, or_cancelled, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles;
+use crate::handles::OnRuntime;
 use crate::held::lh_holding;
 use crate::input;
 use crate::kept::Kept;
+use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 use crate::store::lh_store;
 
 /// A lock: a named family of keys with its options.
@@ -111,7 +113,8 @@ pub extern "C" fn lh_lock_free(lock: lh_lock) -> *mut lh_error {
 /// needs it (LOCK-06). The wait ends with `LH_WAIT_TIMEOUT` past the call's
 /// or the lock's wait, or `LH_CANCELLED` when `cancel` fires (zero: none);
 /// either way the request leaves the line (LOCK-18). `fence` (NULL: not
-/// wanted) receives the lease's fence.
+/// wanted) receives the lease's fence. `lh_lock_begin_async` is the same
+/// without blocking a thread while in line.
 ///
 /// # Safety
 /// `key` must be NULL or point to `key_len` readable bytes; `options` NULL
@@ -130,28 +133,77 @@ pub unsafe extern "C" fn lh_lock_begin(
     run(|| {
         input::check_out("lh_holding", out)?;
         // SAFETY: passed on from the caller.
-        let key = unsafe { input::string("key", key, key_len) }?;
+        let (runtime, begin) = unsafe { begin(lock, key, key_len, options, cancel) }?;
+        let done = block_on(&runtime, begin)?;
         // SAFETY: passed on from the caller.
-        let o = unsafe { input::options(options) };
-        let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
-        let hold = HoldOptions {
-            wait: o
-                .has_wait
-                .then(|| input::duration("wait", o.wait_ns))
-                .transpose()?,
-            cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
-        };
-        let holding = block_on(&lock.runtime, lock.value.begin(&key, &hold))?;
-        let kept = Kept::new(holding, lock.runtime);
-        let fence_value = kept.view().fence();
-        let id = handles::insert(Arc::new(kept));
-        // SAFETY: passed on from the caller.
-        unsafe { give(out, lh_holding { id }, fence, fence_value) }
+        unsafe { give(out, done, fence) }
     })
 }
 
-/// Holds `key` of `lock` if it is free now, never waiting (LOCK-17):
-/// `*held` says whether it was; when it was not, nothing else is written.
+/// `lh_lock_begin` without blocking: it returns at once, and the hold's
+/// outcome (`handle`: an `lh_holding`; `fence`) comes as `lh_outcome`s do
+/// (`now`, else `done`; see `lh_outcome`). `cancel` ends the wait with
+/// `LH_CANCELLED`, and the request leaves the line (LOCK-18).
+///
+/// # Safety
+/// As for `lh_lock_begin`; `now` NULL or valid for a write; `done` callable
+/// from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_lock_begin_async(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe {
+        pending::start(
+            || begin(lock, key, key_len, options, cancel),
+            done,
+            user,
+            now,
+        )
+    }
+}
+
+/// The hold of `lh_lock_begin` and `lh_lock_begin_async`, its arguments read.
+///
+/// # Safety
+/// As for `lh_lock_begin`'s `key` and `options`.
+unsafe fn begin(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
+    // SAFETY: passed on from the caller.
+    let key = unsafe { input::string("key", key, key_len) }?;
+    // SAFETY: passed on from the caller.
+    let o = unsafe { input::options(options) };
+    let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
+    let hold = HoldOptions {
+        wait: o
+            .has_wait
+            .then(|| input::duration("wait", o.wait_ns))
+            .transpose()?,
+        cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
+    };
+    let runtime = lock.runtime.clone();
+    Ok((runtime, async move {
+        let holding = lock.value.begin(&key, &hold).await?;
+        Ok(keep(holding, lock.runtime))
+    }))
+}
+
+/// Holds `key` of `lock` if it is free now, never waiting in line
+/// (LOCK-17): `*held` says whether it was; when it was not, nothing else is
+/// written. `cancel` (zero: none) stops waiting for the store's answer
+/// (`LH_CANCELLED`), as while the server store reconnects.
 ///
 /// # Safety
 /// `key` must be NULL or point to `key_len` readable bytes; `out` and
@@ -161,6 +213,7 @@ pub unsafe extern "C" fn lh_lock_try_begin(
     lock: lh_lock,
     key: *const u8,
     key_len: usize,
+    cancel: lh_cancel,
     out: *mut lh_holding,
     held: *mut bool,
     fence: *mut u64,
@@ -169,37 +222,78 @@ pub unsafe extern "C" fn lh_lock_try_begin(
         input::check_out("lh_holding", out)?;
         input::check_out("held", held)?;
         // SAFETY: passed on from the caller.
-        let key = unsafe { input::string("key", key, key_len) }?;
-        let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
-        let Some(holding) = block_on(&lock.runtime, lock.value.try_begin(&key))? else {
-            // SAFETY: passed on from the caller.
-            return unsafe { input::write("held", held, false) };
-        };
-        let kept = Kept::new(holding, lock.runtime);
-        let fence_value = kept.view().fence();
-        let id = handles::insert(Arc::new(kept));
+        let (runtime, try_begin) = unsafe { try_begin(lock, key, key_len, cancel) }?;
+        let done = block_on(&runtime, try_begin)?;
         // SAFETY: passed on from the caller.
         unsafe {
-            input::write("held", held, true)?;
-            give(out, lh_holding { id }, fence, fence_value)
+            input::write("held", held, done.held)?;
+            if !done.held {
+                return Ok(());
+            }
+            give(out, done, fence)
         }
     })
+}
+
+/// `lh_lock_try_begin` without blocking: the outcome (`held`; when held,
+/// `handle`, an `lh_holding`, and `fence`) comes as `lh_outcome`s do.
+///
+/// # Safety
+/// As for `lh_lock_try_begin`'s `key`; `now` NULL or valid for a write;
+/// `done` callable from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_lock_try_begin_async(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe { pending::start(|| try_begin(lock, key, key_len, cancel), done, user, now) }
+}
+
+/// The attempt of `lh_lock_try_begin` and its async form, its arguments read.
+///
+/// # Safety
+/// As for `lh_lock_try_begin`'s `key`.
+unsafe fn try_begin(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    cancel: lh_cancel,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
+    // SAFETY: passed on from the caller.
+    let key = unsafe { input::string("key", key, key_len) }?;
+    let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
+    let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+    let runtime = lock.runtime.clone();
+    Ok((runtime, async move {
+        match or_cancelled(lock.value.try_begin(&key), cancel).await? {
+            Some(holding) => Ok(keep(holding, lock.runtime)),
+            None => Ok(Done::NOTHING),
+        }
+    }))
+}
+
+/// Puts a new holding behind a handle: the handle and the lease's fence.
+fn keep(holding: Holding, runtime: Handle) -> Done {
+    let kept = Kept::new(holding, runtime);
+    let fence = kept.view().fence();
+    Done::made(handles::insert(Arc::new(kept)), fence)
 }
 
 /// Writes a new holding and, if wanted, its fence.
 ///
 /// # Safety
 /// `out` valid for a write; `fence` NULL or valid for a write.
-unsafe fn give(
-    out: *mut lh_holding,
-    holding: lh_holding,
-    fence: *mut u64,
-    value: u64,
-) -> leasehold::Result<()> {
+unsafe fn give(out: *mut lh_holding, done: Done, fence: *mut u64) -> Result<()> {
     if !fence.is_null() {
         // SAFETY: non-NULL, and the caller promises it is valid for a write.
-        unsafe { fence.write(value) };
+        unsafe { fence.write(done.fence) };
     }
     // SAFETY: passed on from the caller.
-    unsafe { input::write("lh_holding", out, holding) }
+    unsafe { input::write("lh_holding", out, lh_holding { id: done.handle }) }
 }

@@ -1,9 +1,13 @@
 //! Manual leases (seed 003): taken, extended and released by the caller,
 //! with no background renewal, each with a fence (MANUAL-07).
 
-use leasehold::{CancellationToken, HoldOptions, ManualLease, Store};
+use std::future::Future;
+
+use leasehold::{CancellationToken, HoldOptions, ManualLease, Result, Store};
+use tokio::runtime::Handle;
 
 use crate::handles::OnRuntime;
+use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 
 use crate::call::{block_on, or_cancelled, run};
 use crate::cancel::lh_cancel;
@@ -22,6 +26,7 @@ pub struct lh_manual {
 
 /// Takes the manual lease `name` for `ttl_ns` if nobody holds it, at once
 /// (MANUAL-01): `*held` says whether it did. The ttl lies from 1 s to 1 h.
+/// `cancel` (zero: none) stops waiting for the store's answer.
 ///
 /// # Safety
 /// `name` must be NULL or point to `name_len` readable bytes; `out` and
@@ -40,28 +45,70 @@ pub unsafe extern "C" fn lh_store_try_acquire(
         input::check_out("lh_manual", out)?;
         input::check_out("held", held)?;
         // SAFETY: passed on from the caller.
-        let name = unsafe { input::string("lease name", name, name_len) }?;
-        let ttl = input::duration("ttl", ttl_ns)?;
-        let store = handles::get::<OnRuntime<Store>>(store.id)?;
-        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let tried = block_on(
-            &store.runtime,
-            or_cancelled(store.value.try_acquire(&name, ttl), cancel),
-        )?;
-        let Some(lease) = tried else {
-            // SAFETY: passed on from the caller.
-            return unsafe { input::write("held", held, false) };
-        };
-        let id = handles::insert(OnRuntime {
-            value: lease,
-            runtime: store.runtime,
-        });
+        let (runtime, tried) = unsafe { try_acquire(store, name, name_len, ttl_ns, cancel) }?;
+        let done = block_on(&runtime, tried)?;
         // SAFETY: passed on from the caller.
         unsafe {
-            input::write("held", held, true)?;
-            input::write("lh_manual", out, lh_manual { id })
+            input::write("held", held, done.held)?;
+            if !done.held {
+                return Ok(());
+            }
+            input::write("lh_manual", out, lh_manual { id: done.handle })
         }
     })
+}
+
+/// `lh_store_try_acquire` without blocking: the outcome (`held`; when
+/// held, `handle`, an `lh_manual`, and `fence`) comes as `lh_outcome`s do.
+///
+/// # Safety
+/// As for `lh_store_try_acquire`'s `name`; `now` NULL or valid for a write;
+/// `done` callable from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_store_try_acquire_async(
+    store: lh_store,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe {
+        pending::start(
+            || try_acquire(store, name, name_len, ttl_ns, cancel),
+            done,
+            user,
+            now,
+        )
+    }
+}
+
+/// The attempt of `lh_store_try_acquire` and its async form, its arguments read.
+///
+/// # Safety
+/// As for `lh_store_try_acquire`'s `name`.
+unsafe fn try_acquire(
+    store: lh_store,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    cancel: lh_cancel,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
+    // SAFETY: passed on from the caller.
+    let name = unsafe { input::string("lease name", name, name_len) }?;
+    let ttl = input::duration("ttl", ttl_ns)?;
+    let store = handles::get::<OnRuntime<Store>>(store.id)?;
+    let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+    let runtime = store.runtime.clone();
+    Ok((runtime, async move {
+        match or_cancelled(store.value.try_acquire(&name, ttl), cancel).await? {
+            Some(lease) => Ok(keep(lease, store.runtime)),
+            None => Ok(Done::NOTHING),
+        }
+    }))
 }
 
 /// Waits for the manual lease `name` (MANUAL-02): woken by the store's push
@@ -86,23 +133,82 @@ pub unsafe extern "C" fn lh_store_acquire(
     run(|| {
         input::check_out("lh_manual", out)?;
         // SAFETY: passed on from the caller.
-        let name = unsafe { input::string("lease name", name, name_len) }?;
-        let ttl = input::duration("ttl", ttl_ns)?;
-        let store = handles::get::<OnRuntime<Store>>(store.id)?;
-        let options = HoldOptions {
-            wait: has_wait
-                .then(|| input::duration("wait", wait_ns))
-                .transpose()?,
-            cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
-        };
-        let lease = block_on(&store.runtime, store.value.acquire(&name, ttl, &options))?;
-        let id = handles::insert(OnRuntime {
-            value: lease,
-            runtime: store.runtime,
-        });
+        let (runtime, acquired) =
+            unsafe { acquire(store, name, name_len, ttl_ns, has_wait, wait_ns, cancel) }?;
+        let done = block_on(&runtime, acquired)?;
         // SAFETY: passed on from the caller.
-        unsafe { input::write("lh_manual", out, lh_manual { id }) }
+        unsafe { input::write("lh_manual", out, lh_manual { id: done.handle }) }
     })
+}
+
+/// `lh_store_acquire` without blocking a thread while it waits: the
+/// outcome (`handle`, an `lh_manual`, and `fence`) comes as `lh_outcome`s do.
+///
+/// # Safety
+/// As for `lh_store_acquire`'s `name`; `now` NULL or valid for a write;
+/// `done` callable from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_store_acquire_async(
+    store: lh_store,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    has_wait: bool,
+    wait_ns: i64,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe {
+        pending::start(
+            || acquire(store, name, name_len, ttl_ns, has_wait, wait_ns, cancel),
+            done,
+            user,
+            now,
+        )
+    }
+}
+
+/// The wait of `lh_store_acquire` and its async form, its arguments read.
+///
+/// # Safety
+/// As for `lh_store_acquire`'s `name`.
+unsafe fn acquire(
+    store: lh_store,
+    name: *const u8,
+    name_len: usize,
+    ttl_ns: i64,
+    has_wait: bool,
+    wait_ns: i64,
+    cancel: lh_cancel,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
+    // SAFETY: passed on from the caller.
+    let name = unsafe { input::string("lease name", name, name_len) }?;
+    let ttl = input::duration("ttl", ttl_ns)?;
+    let store = handles::get::<OnRuntime<Store>>(store.id)?;
+    let options = HoldOptions {
+        wait: has_wait
+            .then(|| input::duration("wait", wait_ns))
+            .transpose()?,
+        cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
+    };
+    let runtime = store.runtime.clone();
+    Ok((runtime, async move {
+        let lease = store.value.acquire(&name, ttl, &options).await?;
+        Ok(keep(lease, store.runtime))
+    }))
+}
+
+/// Puts a new manual lease behind a handle: the handle and the lease's fence.
+fn keep(lease: ManualLease, runtime: Handle) -> Done {
+    let fence = lease.fence();
+    let id = handles::insert(OnRuntime {
+        value: lease,
+        runtime,
+    });
+    Done::made(id, fence)
 }
 
 /// The lease's fence (MANUAL-07).

@@ -1,13 +1,17 @@
 //! Stores: the embedded one, the server store or etcd over a connection, closing.
 
+use std::future::Future;
+
 use leasehold::remote::ConnectOptions;
 use leasehold::{runtime, CancellationToken, Store};
+use tokio::runtime::Handle;
 
 use crate::call::{block_on, or_cancelled, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles::{self, OnRuntime};
 use crate::input;
+use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 
 /// A store of leases.
 #[repr(C)]
@@ -139,29 +143,68 @@ pub unsafe extern "C" fn lh_store_connect(
     run(|| {
         input::check_out("lh_store", out)?;
         // SAFETY: passed on from the caller.
-        let url = unsafe { input::string("url", url, url_len) }?;
+        let (runtime, connected) = unsafe { connect(url, url_len, options, cancel) }?;
+        let done = block_on(&runtime, connected)?;
         // SAFETY: passed on from the caller.
-        let given = unsafe { input::options(options) };
-        // SAFETY: passed on from the caller.
-        let options = unsafe { connect_options(&given) }?;
-        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let runtime = runtime::process_runtime();
-        let store = block_on(
-            &runtime,
-            or_cancelled(Store::connect(&url, options), cancel),
-        )?;
+        unsafe { input::write("lh_store", out, lh_store { id: done.handle }) }
+    })
+}
+
+/// `lh_store_connect` without blocking: the outcome (`handle`, an
+/// `lh_store`) comes as `lh_outcome`s do.
+///
+/// # Safety
+/// As for `lh_store_connect`'s `url` and `options`; `now` NULL or valid for
+/// a write; `done` callable from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_store_connect_async(
+    url: *const u8,
+    url_len: usize,
+    options: *const lh_connect_options,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe { pending::start(|| connect(url, url_len, options, cancel), done, user, now) }
+}
+
+/// The connection of `lh_store_connect` and its async form, its arguments read.
+///
+/// # Safety
+/// As for `lh_store_connect`'s `url` and `options`.
+unsafe fn connect(
+    url: *const u8,
+    url_len: usize,
+    options: *const lh_connect_options,
+    cancel: lh_cancel,
+) -> leasehold::Result<(
+    Handle,
+    impl Future<Output = leasehold::Result<Done>> + Send + 'static,
+)> {
+    // SAFETY: passed on from the caller.
+    let url = unsafe { input::string("url", url, url_len) }?;
+    // SAFETY: passed on from the caller.
+    let given = unsafe { input::options(options) };
+    // SAFETY: passed on from the caller.
+    let options = unsafe { connect_options(&given) }?;
+    let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+    let runtime = runtime::process_runtime();
+    Ok((runtime.clone(), async move {
+        let store = or_cancelled(Store::connect(&url, options), cancel).await?;
         let id = handles::insert(OnRuntime {
             value: store,
             runtime,
         });
-        // SAFETY: passed on from the caller.
-        unsafe { input::write("lh_store", out, lh_store { id }) }
-    })
+        Ok(Done::made(id, 0))
+    }))
 }
 
 /// Closes the store and frees its handle: every lease it gave ends, every
 /// waiting call fails `LH_CLOSED`; later calls on the store or on its locks
-/// and leases fail `LH_CLOSED`. Closing twice fails `LH_CLOSED`.
+/// and leases fail `LH_CLOSED`. Closing twice fails `LH_CLOSED`. Blocks
+/// until the store's leases were released.
 #[no_mangle]
 pub extern "C" fn lh_store_close(store: lh_store) -> *mut lh_error {
     run(|| {
@@ -171,4 +214,12 @@ pub extern "C" fn lh_store_close(store: lh_store) -> *mut lh_error {
             Ok(())
         })
     })
+}
+
+/// Frees the store's handle without closing it, never blocking (for a
+/// finalizer): its locks, holds and leases go on, and the store ends with
+/// the last of them. Freeing a closed or freed store fails `LH_CLOSED`.
+#[no_mangle]
+pub extern "C" fn lh_store_free(store: lh_store) -> *mut lh_error {
+    run(|| handles::remove::<OnRuntime<Store>>(store.id).map(drop))
 }

@@ -186,6 +186,7 @@ fn check_lock(name: &[u8], key: &[u8], options: &lh_lock_options) {
             lock,
             key.as_ptr(),
             key.len(),
+            lh_cancel::default(),
             &mut holding,
             &mut held,
             &mut fence,

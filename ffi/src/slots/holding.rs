@@ -3,10 +3,12 @@
 //! caller issued, learning of a loss as for a key (`crate::kept`), and
 //! ending the hold, which releases the slot with the largest timestamp issued.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use leasehold::slots::{SlotHolding, Slots};
-use leasehold::CancellationToken;
+use leasehold::{CancellationToken, Result};
+use tokio::runtime::Handle;
 
 use super::{lh_slot_info, lh_slot_lease, lh_slots};
 use crate::call::{block_on, or_cancelled, run};
@@ -16,6 +18,7 @@ use crate::handles::{self, OnRuntime};
 use crate::held::lh_lost_fn;
 use crate::input;
 use crate::kept::Kept;
+use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 
 /// A held slot, from `lh_slots_begin` until `lh_slot_holding_end`.
 #[repr(C)]
@@ -75,26 +78,97 @@ pub unsafe extern "C" fn lh_slots_begin(
         input::check_out("lh_slot_holding", out)?;
         input::check_out("held", held)?;
         // SAFETY: passed on from the caller.
-        let owner = unsafe { super::owner(key, key_len, instance, instance_len) }?;
-        let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
-        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let preferred = has_preferred.then_some(preferred);
-        let Some(holding) = block_on(
-            &slots.runtime,
-            or_cancelled(slots.value.begin(&owner, preferred), cancel),
-        )?
-        else {
-            // SAFETY: passed on from the caller.
-            return unsafe { input::write("held", held, false) };
-        };
-        let kept = Kept::new(holding, slots.runtime);
-        let id = handles::insert(Arc::new(kept));
+        let (runtime, begun) = unsafe {
+            begin(
+                slots,
+                key,
+                key_len,
+                instance,
+                instance_len,
+                has_preferred.then_some(preferred),
+                cancel,
+            )
+        }?;
+        let done = block_on(&runtime, begun)?;
         // SAFETY: passed on from the caller.
         unsafe {
-            input::write("lh_slot_holding", out, lh_slot_holding { id })?;
-            input::write("held", held, true)
+            if done.held {
+                input::write("lh_slot_holding", out, lh_slot_holding { id: done.handle })?;
+            }
+            input::write("held", held, done.held)
         }
     })
+}
+
+/// `lh_slots_begin` without blocking: the outcome (`held`; when held,
+/// `handle`, an `lh_slot_holding`, and `fence`) comes as `lh_outcome`s do.
+///
+/// # Safety
+/// As for `lh_slots_begin`'s `key` and `instance`; `now` NULL or valid for
+/// a write; `done` callable from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_slots_begin_async(
+    slots: lh_slots,
+    key: *const u8,
+    key_len: usize,
+    instance: *const u8,
+    instance_len: usize,
+    has_preferred: bool,
+    preferred: u32,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    let preferred = has_preferred.then_some(preferred);
+    // SAFETY: passed on from the caller.
+    unsafe {
+        pending::start(
+            || {
+                begin(
+                    slots,
+                    key,
+                    key_len,
+                    instance,
+                    instance_len,
+                    preferred,
+                    cancel,
+                )
+            },
+            done,
+            user,
+            now,
+        )
+    }
+}
+
+/// The hold of `lh_slots_begin` and its async form, its arguments read.
+///
+/// # Safety
+/// As for `lh_slots_begin`'s `key` and `instance`.
+unsafe fn begin(
+    slots: lh_slots,
+    key: *const u8,
+    key_len: usize,
+    instance: *const u8,
+    instance_len: usize,
+    preferred: Option<u32>,
+    cancel: lh_cancel,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
+    // SAFETY: passed on from the caller.
+    let owner = unsafe { super::owner(key, key_len, instance, instance_len) }?;
+    let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
+    let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+    let runtime = slots.runtime.clone();
+    Ok((runtime, async move {
+        let Some(holding) = or_cancelled(slots.value.begin(&owner, preferred), cancel).await?
+        else {
+            return Ok(Done::NOTHING);
+        };
+        let kept = Kept::new(holding, slots.runtime);
+        let fence = kept.view().lease().fence();
+        Ok(Done::made(handles::insert(Arc::new(kept)), fence))
+    }))
 }
 
 /// What the held slot is like now: the lease as last renewed, the largest
@@ -191,4 +265,21 @@ pub unsafe extern "C" fn lh_slot_holding_wait_lost(
 #[no_mangle]
 pub extern "C" fn lh_slot_holding_end(holding: lh_slot_holding) -> *mut lh_error {
     run(|| HeldSlotHolding::end_of(holding.id))
+}
+
+/// `lh_slot_holding_end` without blocking: its outcome (no handle) comes as
+/// `lh_outcome`s do. The handle is freed before this returns.
+///
+/// # Safety
+/// `now` must be NULL or valid for a write; `done` callable from any thread
+/// with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_slot_holding_end_async(
+    holding: lh_slot_holding,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe { HeldSlotHolding::end_async_of(holding.id, done, user, now) }
 }

@@ -6,6 +6,8 @@
 
 pub(crate) mod holding;
 
+use std::future::Future;
+
 use leasehold::names::MAX_NAME_BYTES;
 use leasehold::slots::{AcquireResult, Owner, SlotLease, Slots};
 use leasehold::{CancellationToken, Error, ErrorKind, Result, Store};
@@ -15,7 +17,9 @@ use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles::{self, OnRuntime};
 use crate::input;
+use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 use crate::store::lh_store;
+use tokio::runtime::Handle;
 
 /// The longest owner key, owner instance or namespace, in bytes: a buffer of
 /// this size always holds an instance id from `lh_owner_new`.
@@ -258,22 +262,99 @@ pub unsafe extern "C" fn lh_slots_acquire(
     run(|| {
         input::check_out("lh_slot_lease", out)?;
         input::check_out("leased", leased)?;
-        // SAFETY: passed on from the caller.
-        let owner = unsafe { owner(key, key_len, instance, instance_len) }?;
-        let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
-        let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
         let preferred = has_preferred.then_some(preferred);
-        let result = block_on(
-            &slots.runtime,
-            or_cancelled(slots.value.acquire(&owner, preferred), cancel),
-        )?;
-        let AcquireResult::Leased(lease) = result else {
-            // SAFETY: passed on from the caller.
-            return unsafe { input::write("leased", leased, false) };
-        };
         // SAFETY: passed on from the caller.
-        unsafe { give(lease, out, leased) }
+        let (runtime, acquired) = unsafe {
+            acquire(
+                slots,
+                key,
+                key_len,
+                instance,
+                instance_len,
+                preferred,
+                cancel,
+            )
+        }?;
+        let done = block_on(&runtime, acquired)?;
+        // SAFETY: passed on from the caller.
+        unsafe {
+            if done.held {
+                input::write("lh_slot_lease", out, lh_slot_lease { id: done.handle })?;
+            }
+            input::write("leased", leased, done.held)
+        }
     })
+}
+
+/// `lh_slots_acquire` without blocking: the outcome (`held`: leased; when
+/// leased, `handle`, an `lh_slot_lease`, and `fence`) comes as `lh_outcome`s do.
+///
+/// # Safety
+/// As for `lh_slots_acquire`'s `key` and `instance`; `now` NULL or valid
+/// for a write; `done` callable from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_slots_acquire_async(
+    slots: lh_slots,
+    key: *const u8,
+    key_len: usize,
+    instance: *const u8,
+    instance_len: usize,
+    has_preferred: bool,
+    preferred: u32,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    let preferred = has_preferred.then_some(preferred);
+    // SAFETY: passed on from the caller.
+    unsafe {
+        pending::start(
+            || {
+                acquire(
+                    slots,
+                    key,
+                    key_len,
+                    instance,
+                    instance_len,
+                    preferred,
+                    cancel,
+                )
+            },
+            done,
+            user,
+            now,
+        )
+    }
+}
+
+/// The acquisition of `lh_slots_acquire` and its async form, its arguments read.
+///
+/// # Safety
+/// As for `lh_slots_acquire`'s `key` and `instance`.
+unsafe fn acquire(
+    slots: lh_slots,
+    key: *const u8,
+    key_len: usize,
+    instance: *const u8,
+    instance_len: usize,
+    preferred: Option<u32>,
+    cancel: lh_cancel,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
+    // SAFETY: passed on from the caller.
+    let owner = unsafe { owner(key, key_len, instance, instance_len) }?;
+    let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
+    let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
+    let runtime = slots.runtime.clone();
+    Ok((runtime, async move {
+        match or_cancelled(slots.value.acquire(&owner, preferred), cancel).await? {
+            AcquireResult::Leased(lease) => {
+                let fence = lease.fence();
+                Ok(Done::made(handles::insert(lease), fence))
+            }
+            _ => Ok(Done::NOTHING),
+        }
+    }))
 }
 
 /// Renews `lease` for the namespace's ttl (SLOT-04): the fence stays, and

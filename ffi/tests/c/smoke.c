@@ -1,5 +1,6 @@
 /* The C smoke test of the Leasehold ABI: a memory store, a hold, its fence,
- * a release, manual leases, slot leases, a held slot (renewed, released with
+ * a release, the calls that return at once and complete through a
+ * callback (done at once, later, cancelled), manual leases, slot leases, a held slot (renewed, released with
  * what it issued, lost), cancellation from another thread, loss callbacks,
  * and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
  * double free, use after close, a panic). `make test` runs it under
@@ -86,7 +87,7 @@ static void holds(lh_store store) {
   /* LOCK-17: the key is held, so tryHold gets nothing. */
   lh_holding b = {0};
   bool held = true;
-  OK(lh_lock_try_begin(lock, S("chat-1"), &b, &held, NULL));
+  OK(lh_lock_try_begin(lock, S("chat-1"), (lh_cancel){0}, &b, &held, NULL));
   CHECK(!held);
 
   /* LOCK-18: a bounded wait in line ends WaitTimeout. */
@@ -101,7 +102,7 @@ static void holds(lh_store store) {
 
   /* The key is free again, with a larger fence (LOCK-02). */
   uint64_t next = 0;
-  OK(lh_lock_try_begin(lock, S("chat-1"), &b, &held, &next));
+  OK(lh_lock_try_begin(lock, S("chat-1"), (lh_cancel){0}, &b, &held, &next));
   CHECK(held);
   CHECK(next > fence);
   bool lost = true;
@@ -114,6 +115,106 @@ static void holds(lh_store store) {
 
   OK(lh_lock_free(lock));
   EXPECT(lh_lock_free(lock), LH_CLOSED);
+}
+
+/* What an lh_done_fn received, for a thread to wait on. */
+struct completion {
+  pthread_mutex_t mu;
+  pthread_cond_t cond;
+  int calls;
+  lh_outcome outcome;
+};
+
+static void completed(uint64_t user, lh_outcome outcome) {
+  struct completion *c = (struct completion *)(uintptr_t)user;
+  pthread_mutex_lock(&c->mu);
+  c->calls++;
+  c->outcome = outcome;
+  pthread_cond_broadcast(&c->cond);
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Waits for the callback, then gives its outcome. */
+static lh_outcome await_completion(struct completion *c) {
+  pthread_mutex_lock(&c->mu);
+  while (c->calls == 0) pthread_cond_wait(&c->cond, &c->mu);
+  lh_outcome o = c->outcome;
+  pthread_mutex_unlock(&c->mu);
+  return o;
+}
+
+#define COMPLETION \
+  {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, {0}}
+
+static void async_calls(lh_store store) {
+  lh_lock lock = {0};
+  OK(lh_lock_open(store, S("async"), NULL, &lock));
+
+  /* A free key: done in the call, no callback. */
+  struct completion first = COMPLETION;
+  lh_outcome now = {0};
+  CHECK(!lh_lock_begin_async(lock, S("k"), NULL, (lh_cancel){0}, completed,
+                             (uint64_t)(uintptr_t)&first, &now));
+  CHECK(now.error == NULL);
+  CHECK(now.held && now.handle != 0 && now.fence > 0);
+  lh_holding a = {now.handle};
+
+  /* A held key: the call goes on, and completes when the key is ended. */
+  struct completion second = COMPLETION;
+  lh_outcome later = {0};
+  CHECK(lh_lock_begin_async(lock, S("k"), NULL, (lh_cancel){0}, completed,
+                            (uint64_t)(uintptr_t)&second, &later));
+  /* LOCK-18: a third in line, cancelled, ends LH_CANCELLED. */
+  struct completion third = COMPLETION;
+  lh_cancel cancel = {0};
+  OK(lh_cancel_new(&cancel));
+  CHECK(lh_lock_begin_async(lock, S("k"), NULL, cancel, completed,
+                            (uint64_t)(uintptr_t)&third, &later));
+  OK(lh_cancel_fire(cancel));
+  lh_outcome cancelled = await_completion(&third);
+  EXPECT(cancelled.error, LH_CANCELLED);
+  CHECK(cancelled.handle == 0);
+  OK(lh_cancel_free(cancel));
+  usleep(20000);
+  CHECK(second.calls == 0);
+  OK(lh_holding_end(a));
+  lh_outcome granted = await_completion(&second);
+  CHECK(granted.error == NULL);
+  CHECK(granted.held && granted.fence > now.fence);
+  CHECK(first.calls == 0 && second.calls == 1 && third.calls == 1);
+
+  /* LOCK-17: tryHold of the held key, through the callback (no `now`). */
+  struct completion tried = COMPLETION;
+  CHECK(lh_lock_try_begin_async(lock, S("k"), (lh_cancel){0}, completed,
+                                (uint64_t)(uintptr_t)&tried, NULL));
+  lh_outcome not_held = await_completion(&tried);
+  CHECK(not_held.error == NULL && !not_held.held && not_held.handle == 0);
+
+  /* The end, done at once on the embedded store; a second end: closed. */
+  lh_outcome ended = {0};
+  CHECK(!lh_holding_end_async((lh_holding){granted.handle}, NULL, 0, &ended));
+  CHECK(ended.error == NULL);
+  CHECK(!lh_holding_end_async((lh_holding){granted.handle}, NULL, 0, &ended));
+  EXPECT(ended.error, LH_CLOSED);
+
+  /* ERR-03: bad input comes back as the outcome, never a crash. */
+  lh_outcome bad = {0};
+  CHECK(!lh_lock_begin_async((lh_lock){0}, S("k"), NULL, (lh_cancel){0},
+                             completed, 0, &bad));
+  EXPECT(bad.error, LH_INVALID_ARGUMENT);
+  CHECK(!lh_lock_begin_async(lock, (const uint8_t *)"\xff", 1, NULL,
+                             (lh_cancel){0}, completed, 0, &bad));
+  EXPECT(bad.error, LH_INVALID_ARGUMENT);
+
+  /* A manual lease, done at once. */
+  lh_outcome manual = {0};
+  CHECK(!lh_store_acquire_async(store, S("async-manual"), 5 * SECOND, false, 0,
+                                (lh_cancel){0}, completed, 0, &manual));
+  CHECK(manual.error == NULL && manual.held && manual.fence > 0);
+  OK(lh_manual_release((lh_manual){manual.handle}, (lh_cancel){0}));
+  OK(lh_manual_free((lh_manual){manual.handle}));
+
+  OK(lh_lock_free(lock));
 }
 
 static void bad_input(lh_store store) {
@@ -524,12 +625,19 @@ int main(void) {
   lh_store store = {0};
   OK(lh_store_memory(&store));
   holds(store);
+  async_calls(store);
   bad_input(store);
   manual(store);
   slots(store);
   OK(lh_store_close(store));
   slot_holds();
   loss_on_close();
+  /* A finalizer's free: the handle goes, nothing blocks, closing it fails. */
+  lh_store freed = {0};
+  OK(lh_store_memory(&freed));
+  OK(lh_store_free(freed));
+  EXPECT(lh_store_close(freed), LH_CLOSED);
+  EXPECT(lh_store_free(freed), LH_CLOSED);
   if (failures != 0) {
     fprintf(stderr, "%d checks failed\n", failures);
     return 1;
