@@ -12,11 +12,11 @@ use tokio_rustls::TlsConnector;
 
 const TOKENS: &str = "# who may do what\nwriter-token write\nreader-token read # dashboards\n";
 
-async fn with_tokens(dir: &tempfile::TempDir) -> ServerProcess {
+fn with_tokens(dir: &tempfile::TempDir) -> ServerProcess {
     let tokens = dir.path().join("tokens");
     std::fs::write(&tokens, TOKENS).unwrap();
     let data = dir.path().join("data");
-    ServerProcess::start(&data, &["--tokens", tokens.to_str().unwrap()]).await
+    ServerProcess::start(&data, &["--tokens", tokens.to_str().unwrap()])
 }
 
 // LOCK-14: without a token, or with one the server does not know, the
@@ -24,7 +24,7 @@ async fn with_tokens(dir: &tempfile::TempDir) -> ServerProcess {
 #[tokio::test]
 async fn lock_14_a_missing_or_unknown_token_is_unauthenticated() {
     let dir = data_dir();
-    let server = with_tokens(&dir).await;
+    let server = with_tokens(&dir);
     for token in [None, Some("guess"), Some("")] {
         let mut c = Client::connect(server.addr).await;
         let bye = match c.hello(token).await {
@@ -49,13 +49,13 @@ async fn lock_14_a_missing_or_unknown_token_is_unauthenticated() {
 #[tokio::test]
 async fn lock_14_a_read_only_connection_may_not_hold_and_nothing_is_queued() {
     let dir = data_dir();
-    let server = with_tokens(&dir).await;
+    let server = with_tokens(&dir);
     let mut reader = Client::connect(server.addr).await;
     match reader.hello(Some("reader-token")).await {
         ServerFrame::Welcome { role, .. } => assert_eq!(role, Role::Read),
         other => panic!("expected a welcome, got {other:?}"),
     }
-    let mut writer = server.client(Some("writer-token")).await;
+    let mut writer = Client::welcomed(server.addr, Some("writer-token")).await;
 
     // A free key: not granted to the reader.
     assert_eq!(
@@ -119,8 +119,7 @@ async fn tls_connections_are_served() {
             "--tls-key",
             key_path.to_str().unwrap(),
         ],
-    )
-    .await;
+    );
 
     let mut roots = RootCertStore::empty();
     roots.add(cert.cert.der().clone()).unwrap();

@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use common::{data_dir, ServerProcess};
+use common::{data_dir, Client, ServerProcess};
 use leasehold::remote::protocol::{Reply, Request, ServerFrame, WireGrant};
 
 const GROUP: u128 = 0x5eed_0000_0000_0000_0000_0000_0000_0001;
@@ -66,8 +66,8 @@ async fn lost(
 #[tokio::test]
 async fn lock_06_one_renew_group_keeps_every_lease_and_they_expire_together() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let mut leases = HashSet::new();
     for i in 0..3u128 {
         leases.insert(
@@ -80,7 +80,7 @@ async fn lock_06_one_renew_group_keeps_every_lease_and_they_expire_together() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(a.request(renew_group(1_000)).await, Ok(Reply::GroupRenewed));
     }
-    let mut b = server.client(None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
     for i in 0..3 {
         assert_eq!(
             b.hold("jobs", &format!("k{i}"), 100 + i, false).await,
@@ -101,10 +101,10 @@ async fn lock_06_one_renew_group_keeps_every_lease_and_they_expire_together() {
 #[tokio::test]
 async fn lock_07_a_group_renewed_from_a_new_connection_hears_its_losses() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
+    let server = ServerProcess::start(dir.path(), &[]);
     let mut leases = HashSet::new();
     {
-        let mut a = server.client(None).await;
+        let mut a = Client::welcomed(server.addr, None).await;
         for i in 0..2u128 {
             leases.insert(
                 granted(&mut a, hold_in_group(&format!("k{i}"), i + 1, 1_000))
@@ -113,7 +113,7 @@ async fn lock_07_a_group_renewed_from_a_new_connection_hears_its_losses() {
             );
         }
     }
-    let mut b = server.client(None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
     assert_eq!(b.request(renew_group(1_000)).await, Ok(Reply::GroupRenewed));
     assert_eq!(lost(&mut b, 2, "expired").await, leases);
 }
@@ -124,11 +124,11 @@ async fn lock_07_a_group_renewed_from_a_new_connection_hears_its_losses() {
 #[tokio::test]
 async fn lock_08_a_lease_released_elsewhere_is_lost_to_its_holder() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let lease = granted(&mut a, hold_in_group("k", 1, 10_000)).await;
     let kept = granted(&mut a, hold_in_group("other", 2, 10_000)).await;
-    let mut b = server.client(None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
     b.release(lease.lease_id).await;
     assert_eq!(
         lost(&mut a, 1, "unknown").await,

@@ -25,8 +25,8 @@ fn rand_id() -> u128 {
 #[tokio::test]
 async fn err_02_garbage_bytes_get_a_protocol_goodbye_and_others_keep_working() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]).await;
-    let mut bystander = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
+    let mut bystander = Client::welcomed(server.addr, None).await;
     let held = bystander.granted("jobs", "held", 1).await;
 
     // Before hello: an HTTP request's first bytes read as a huge length.
@@ -35,12 +35,12 @@ async fn err_02_garbage_bytes_get_a_protocol_goodbye_and_others_keep_working() {
     assert_eq!(http.goodbye().await.code, "Protocol");
 
     // After hello: a frame of random bytes that is no frame.
-    let mut after = server.client(None).await;
+    let mut after = Client::welcomed(server.addr, None).await;
     after.send_payload(&[0xff; 9]).await;
     assert_eq!(after.goodbye().await.code, "Protocol");
 
     // A request frame with trailing bytes.
-    let mut trailing = server.client(None).await;
+    let mut trailing = Client::welcomed(server.addr, None).await;
     let mut payload = protocol::encode(&ClientFrame::Request {
         id: 1,
         body: Request::Ping,
@@ -66,9 +66,9 @@ async fn err_02_garbage_bytes_get_a_protocol_goodbye_and_others_keep_working() {
 #[tokio::test]
 async fn err_02_an_oversized_frame_gets_a_protocol_goodbye() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--max-frame", "1024"]).await;
-    let mut bystander = server.client(None).await;
-    let mut big = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &["--max-frame", "1024"]);
+    let mut bystander = Client::welcomed(server.addr, None).await;
+    let mut big = Client::welcomed(server.addr, None).await;
     let long_key = "k".repeat(2000);
     big.send(&ClientFrame::Request {
         id: 1,
@@ -91,8 +91,8 @@ async fn err_02_an_oversized_frame_gets_a_protocol_goodbye() {
 #[tokio::test]
 async fn err_02_untimely_frames_get_a_protocol_goodbye() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut bystander = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut bystander = Client::welcomed(server.addr, None).await;
 
     let mut early = Client::connect(server.addr).await;
     early
@@ -103,7 +103,7 @@ async fn err_02_untimely_frames_get_a_protocol_goodbye() {
         .await;
     assert_eq!(early.goodbye().await.code, "Protocol");
 
-    let mut twice = server.client(None).await;
+    let mut twice = Client::welcomed(server.addr, None).await;
     assert_eq!(
         twice.hello(None).await,
         ServerFrame::Goodbye(leasehold::remote::protocol::WireError {
@@ -135,9 +135,9 @@ async fn err_02_untimely_frames_get_a_protocol_goodbye() {
 #[tokio::test]
 async fn err_02_connections_past_the_limit_are_refused_unavailable() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--max-connections", "2"]).await;
-    let mut a = server.client(None).await;
-    let b = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &["--max-connections", "2"]);
+    let mut a = Client::welcomed(server.addr, None).await;
+    let b = Client::welcomed(server.addr, None).await;
     let mut extra = Client::connect(server.addr).await;
     let bye = match extra.hello(None).await {
         ServerFrame::Goodbye(e) => e,
@@ -167,10 +167,10 @@ async fn err_02_connections_past_the_limit_are_refused_unavailable() {
 #[tokio::test]
 async fn err_02_keys_per_connection_are_bounded() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--max-keys-per-connection", "2"]).await;
-    let mut other = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &["--max-keys-per-connection", "2"]);
+    let mut other = Client::welcomed(server.addr, None).await;
     let busy = other.granted("jobs", "busy", 1).await;
-    let mut a = server.client(None).await;
+    let mut a = Client::welcomed(server.addr, None).await;
     let g = a.granted("jobs", "a", 2).await;
     assert!(matches!(
         a.hold("jobs", "busy", 3, true).await,
@@ -195,8 +195,8 @@ async fn err_02_keys_per_connection_are_bounded() {
 #[tokio::test]
 async fn err_02_waiters_per_key_are_bounded() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--max-waiters-per-key", "2"]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &["--max-waiters-per-key", "2"]);
+    let mut a = Client::welcomed(server.addr, None).await;
     a.granted("jobs", "k", 1).await;
     assert!(matches!(
         a.hold("jobs", "k", 2, true).await,
@@ -216,8 +216,8 @@ async fn err_02_waiters_per_key_are_bounded() {
 #[tokio::test]
 async fn err_02_a_renew_of_too_many_leases_is_refused() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--max-frame", "4096"]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &["--max-frame", "4096"]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let most = (4096 - 32) / leasehold_server::RENEW_ENTRY_BYTES;
     let ok = a
         .request(Request::Renew {
@@ -237,8 +237,8 @@ async fn err_02_a_renew_of_too_many_leases_is_refused() {
 #[tokio::test]
 async fn err_02_a_list_answer_fits_one_frame() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--max-frame", "1024"]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &["--max-frame", "1024"]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let key = "k".repeat(200);
     for i in 0..10u128 {
         a.granted("jobs", &format!("{key}{i}"), i + 1).await;

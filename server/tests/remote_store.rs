@@ -14,7 +14,7 @@ use leasehold::{Error, ErrorKind, Store};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_01_lock_11_the_core_client_waits_and_is_handed_the_key() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
+    let server = ServerProcess::start(dir.path(), &[]);
     let url = format!("leasehold://{}", server.addr);
     let a = Store::connect(&url, ConnectOptions::default())
         .await
@@ -54,8 +54,7 @@ async fn lock_14_the_core_client_with_a_read_token_gets_permission_denied() {
     let server = ServerProcess::start(
         &dir.path().join("data"),
         &["--tokens", tokens.to_str().unwrap()],
-    )
-    .await;
+    );
     let url = format!("leasehold://{}", server.addr);
     let reader = Store::connect(&url, ConnectOptions::default().token("r"))
         .await

@@ -5,17 +5,18 @@ mod common;
 
 use std::time::Duration;
 
-use common::{code, data_dir, hold, serve_command, ServerProcess, WAIT};
+use common::{code, data_dir, hold, Client, ServeCommand, ServerProcess, WAIT};
 use leasehold::fence::epoch_of;
 use leasehold::remote::protocol::{
     Reply, Request, Role, ServerFrame, WireGiveUp, DEFAULT_MAX_FRAME, VERSION,
 };
+use nix::sys::signal::Signal;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test]
 async fn hello_is_welcomed_with_version_epoch_role_and_max_frame() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
+    let server = ServerProcess::start(dir.path(), &[]);
     let mut c = common::Client::connect(server.addr).await;
     match c.hello(None).await {
         ServerFrame::Welcome {
@@ -40,10 +41,10 @@ async fn hello_is_welcomed_with_version_epoch_role_and_max_frame() {
 #[tokio::test]
 async fn lock_01_lock_11_queued_holds_are_pushed_in_order_with_larger_fences() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
-    let mut b = server.client(None).await;
-    let mut c = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
+    let mut c = Client::welcomed(server.addr, None).await;
     let first = a.granted("jobs", "k", 1).await;
     assert_eq!(
         b.hold("jobs", "k", 2, true).await,
@@ -79,11 +80,11 @@ async fn lock_01_lock_11_queued_holds_are_pushed_in_order_with_larger_fences() {
 #[tokio::test]
 async fn lock_03_a_retried_hold_answers_the_same_lease() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let g = a.granted("jobs", "k", 7).await;
     assert_eq!(a.granted("jobs", "k", 7).await.lease_id, g.lease_id);
-    let mut b = server.client(None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
     let again = b.granted("jobs", "k", 7).await;
     assert_eq!((again.lease_id, again.fence), (g.lease_id, g.fence));
 }
@@ -93,29 +94,29 @@ async fn lock_03_a_retried_hold_answers_the_same_lease() {
 #[tokio::test]
 async fn lock_03_a_reconnected_waiter_gets_its_grant_on_the_new_connection() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut holder = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut holder = Client::welcomed(server.addr, None).await;
     let lease = holder.granted("jobs", "k", 1).await;
 
     // Claimed while the old connection is still open...
-    let mut old = server.client(None).await;
+    let mut old = Client::welcomed(server.addr, None).await;
     assert!(matches!(
         old.hold("jobs", "k", 2, true).await,
         Ok(Reply::Queued { .. })
     ));
-    let mut new = server.client(None).await;
+    let mut new = Client::welcomed(server.addr, None).await;
     assert!(matches!(
         new.hold("jobs", "k", 2, true).await,
         Ok(Reply::Queued { .. })
     ));
     // ...and behind it, another waiter whose old connection closed first.
-    let mut gone = server.client(None).await;
+    let mut gone = Client::welcomed(server.addr, None).await;
     assert!(matches!(
         gone.hold("jobs", "k", 3, true).await,
         Ok(Reply::Queued { .. })
     ));
     drop(gone);
-    let mut back = server.client(None).await;
+    let mut back = Client::welcomed(server.addr, None).await;
     assert!(matches!(
         back.hold("jobs", "k", 3, true).await,
         Ok(Reply::Queued { .. })
@@ -140,12 +141,12 @@ async fn lock_03_a_reconnected_waiter_gets_its_grant_on_the_new_connection() {
 #[tokio::test]
 async fn lock_07_a_lease_is_renewed_and_released_from_a_new_connection() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
+    let server = ServerProcess::start(dir.path(), &[]);
     let lease = {
-        let mut a = server.client(None).await;
+        let mut a = Client::welcomed(server.addr, None).await;
         a.granted("jobs", "k", 1).await
     };
-    let mut b = server.client(None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
     match b
         .request(Request::Renew {
             leases: vec![(lease.lease_id, 5_000)],
@@ -167,8 +168,8 @@ async fn lock_07_a_lease_is_renewed_and_released_from_a_new_connection() {
 #[tokio::test]
 async fn lock_08_unknown_lease_ids_are_lost() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let lease = a.granted("jobs", "k", 1).await;
     let renewed = a
         .request(Request::Renew {
@@ -200,8 +201,8 @@ async fn lock_08_unknown_lease_ids_are_lost() {
 #[tokio::test]
 async fn lock_13_bad_ttls_and_names_are_refused() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
     assert_eq!(
         code(&a.request(hold("l", "k", 1, 999, false)).await),
         "InvalidTtl"
@@ -242,9 +243,9 @@ async fn lock_13_bad_ttls_and_names_are_refused() {
 #[tokio::test]
 async fn lock_18_give_up_leaves_the_line() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
-    let mut b = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
     let lease = a.granted("jobs", "k", 1).await;
     assert!(matches!(
         b.hold("jobs", "k", 2, true).await,
@@ -266,8 +267,8 @@ async fn lock_18_give_up_leaves_the_line() {
 #[tokio::test]
 async fn list_shows_the_holders_without_their_lease_ids() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let g1 = a.granted("jobs", "a", 1).await;
     let g2 = a.granted("jobs", "b", 2).await;
     a.granted("other", "c", 3).await;
@@ -297,8 +298,8 @@ async fn list_shows_the_holders_without_their_lease_ids() {
 #[tokio::test]
 async fn lock_12_max_hold_revocation_is_pushed_as_lost() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut a = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut a = Client::welcomed(server.addr, None).await;
     let granted = a
         .request(Request::Hold {
             lock: "jobs".into(),
@@ -338,7 +339,7 @@ async fn lock_12_max_hold_revocation_is_pushed_as_lost() {
 #[tokio::test]
 async fn lock_02_lock_15_a_restart_takes_a_larger_epoch_and_grants_larger_fences() {
     let dir = data_dir();
-    let mut first = ServerProcess::start(dir.path(), &[]).await;
+    let mut first = ServerProcess::start(dir.path(), &[]);
     let (epoch1, lease) = {
         let mut a = common::Client::connect(first.addr).await;
         let epoch = match a.hello(None).await {
@@ -348,7 +349,7 @@ async fn lock_02_lock_15_a_restart_takes_a_larger_epoch_and_grants_larger_fences
         (epoch, a.granted("jobs", "k", 1).await)
     };
     assert_eq!(epoch_of(lease.fence), epoch1);
-    assert!(first.stop().await.success());
+    assert!(first.stop().success());
     let on_disk: u32 = std::fs::read_to_string(dir.path().join("epoch"))
         .unwrap()
         .trim()
@@ -356,7 +357,7 @@ async fn lock_02_lock_15_a_restart_takes_a_larger_epoch_and_grants_larger_fences
         .unwrap();
     assert_eq!(on_disk, epoch1);
 
-    let second = ServerProcess::start(dir.path(), &[]).await;
+    let second = ServerProcess::start(dir.path(), &[]);
     let mut b = common::Client::connect(second.addr).await;
     let epoch2 = match b.hello(None).await {
         ServerFrame::Welcome { epoch, .. } => epoch,
@@ -381,15 +382,15 @@ async fn lock_02_lock_15_a_restart_takes_a_larger_epoch_and_grants_larger_fences
 // connection, and the process exits 0.
 #[tokio::test]
 async fn sigterm_and_sigint_say_goodbye_and_exit_0() {
-    for signal in ["TERM", "INT"] {
+    for signal in [Signal::SIGTERM, Signal::SIGINT] {
         let dir = data_dir();
-        let mut server = ServerProcess::start(dir.path(), &[]).await;
+        let mut server = ServerProcess::start(dir.path(), &[]);
         // Accepted before `a` (the accept loop takes connections in order),
         // but still in its hello phase when the signal comes.
         let mut silent = common::Client::connect(server.addr).await;
-        let mut a = server.client(None).await;
+        let mut a = Client::welcomed(server.addr, None).await;
         a.granted("jobs", "k", 1).await;
-        server.signal(signal);
+        server.send(signal);
         for c in [&mut a, &mut silent] {
             let bye = c.goodbye().await;
             assert_eq!(
@@ -397,18 +398,17 @@ async fn sigterm_and_sigint_say_goodbye_and_exit_0() {
                 ("Unavailable", "shutting down")
             );
         }
-        let status = server.wait().await;
-        assert_eq!(status.code(), Some(0), "SIG{signal}");
+        let status = server.wait();
+        assert_eq!(status.code(), Some(0), "{signal:?}");
     }
 }
 
 #[tokio::test]
 async fn a_second_server_on_the_same_data_dir_is_refused() {
     let dir = data_dir();
-    let _first = ServerProcess::start(dir.path(), &[]).await;
-    let out = tokio::time::timeout(WAIT, serve_command(dir.path(), &[]).output())
-        .await
-        .unwrap()
+    let _first = ServerProcess::start(dir.path(), &[]);
+    let out = ServeCommand::new(dir.path(), &[])
+        .run_to_exit(WAIT)
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use"));
@@ -422,9 +422,8 @@ async fn a_bad_command_line_exits_2() {
         &["--tls-cert", "only-a-cert.pem"],
         &["--max-frame", "1"],
     ] {
-        let out = tokio::time::timeout(WAIT, serve_command(dir.path(), args).output())
-            .await
-            .unwrap()
+        let out = ServeCommand::new(dir.path(), args)
+            .run_to_exit(WAIT)
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
@@ -445,9 +444,10 @@ async fn the_config_file_and_the_environment_are_read() {
     )
     .unwrap();
     let state = dir.path().join("state");
-    let mut cmd = serve_command(&state, &["--config", config.to_str().unwrap()]);
-    cmd.env("LEASEHOLD_MAX_FRAME", "4096");
-    let server = ServerProcess::spawn(cmd).await;
+    let server = ServeCommand::new(&state, &["--config", config.to_str().unwrap()])
+        .env("LEASEHOLD_MAX_FRAME", "4096")
+        .start()
+        .unwrap();
     // --listen 127.0.0.1:0 (a flag) won over the file's port 1.
     assert_ne!(server.addr.port(), 1);
     let mut a = common::Client::connect(server.addr).await;
@@ -464,9 +464,9 @@ async fn the_config_file_and_the_environment_are_read() {
 #[tokio::test]
 async fn metrics_are_served_in_the_prometheus_text_format() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]).await;
+    let server = ServerProcess::start(dir.path(), &["--metrics-listen", "127.0.0.1:0"]);
     let metrics = server.metrics.expect("the metrics address is printed");
-    let mut a = server.client(None).await;
+    let mut a = Client::welcomed(server.addr, None).await;
     let lease = a.granted("jobs", "k", 1).await;
     assert!(matches!(
         a.request(Request::Renew {
@@ -475,7 +475,7 @@ async fn metrics_are_served_in_the_prometheus_text_format() {
         .await,
         Ok(Reply::Renewed(_))
     ));
-    let mut b = server.client(None).await;
+    let mut b = Client::welcomed(server.addr, None).await;
     assert!(matches!(
         b.hold("jobs", "k", 2, true).await,
         Ok(Reply::Queued { .. })
@@ -554,18 +554,18 @@ async fn the_server_runs_in_process_too() {
 #[tokio::test]
 async fn lock_03_a_grant_made_while_the_waiter_was_away_is_kept_for_it() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut holder = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut holder = Client::welcomed(server.addr, None).await;
     let first = holder.granted("jobs", "k", 1).await;
     {
-        let mut waiter = server.client(None).await;
+        let mut waiter = Client::welcomed(server.addr, None).await;
         assert!(matches!(
             waiter.hold("jobs", "k", 2, true).await,
             Ok(Reply::Queued { .. })
         ));
     }
     holder.release(first.lease_id).await;
-    let mut back = server.client(None).await;
+    let mut back = Client::welcomed(server.addr, None).await;
     let again = match back.hold("jobs", "k", 2, true).await {
         Ok(Reply::Granted(g)) => g,
         other => panic!("expected the kept grant, got {other:?}"),
@@ -614,10 +614,10 @@ async fn an_unclaimed_waiting_request_is_given_up_after_its_ttl() {
 #[tokio::test]
 async fn err_04_a_dropped_holder_keeps_the_key_until_its_ttl_and_then_learns_it_lost() {
     let dir = data_dir();
-    let server = ServerProcess::start(dir.path(), &[]).await;
-    let mut waiter = server.client(None).await;
+    let server = ServerProcess::start(dir.path(), &[]);
+    let mut waiter = Client::welcomed(server.addr, None).await;
     let (lease, asked_at) = {
-        let mut holder = server.client(None).await;
+        let mut holder = Client::welcomed(server.addr, None).await;
         // Before the request is sent: the store's grant is later still.
         let asked_at = std::time::Instant::now();
         let lease = match holder.request(hold("jobs", "k", 1, 1_000, false)).await {
@@ -640,7 +640,7 @@ async fn err_04_a_dropped_holder_keeps_the_key_until_its_ttl_and_then_learns_it_
         asked_at.elapsed()
     );
     assert!(next.fence > lease.fence);
-    let mut back = server.client(None).await;
+    let mut back = Client::welcomed(server.addr, None).await;
     match back
         .request(Request::Renew {
             leases: vec![(lease.lease_id, 1_000)],
@@ -657,11 +657,12 @@ async fn err_04_a_dropped_holder_keeps_the_key_until_its_ttl_and_then_learns_it_
 async fn logs_to_a_file_have_no_colour_codes() {
     let dir = data_dir();
     let log = dir.path().join("server.log");
-    let mut cmd = serve_command(&dir.path().join("data"), &[]);
-    cmd.env("LEASEHOLD_LOG", "info")
-        .stderr(std::fs::File::create(&log).unwrap());
-    let mut server = ServerProcess::spawn(cmd).await;
-    server.stop().await;
+    let mut server = ServeCommand::new(&dir.path().join("data"), &[])
+        .env("LEASEHOLD_LOG", "info")
+        .stderr_to(&log)
+        .start()
+        .unwrap();
+    server.stop();
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("shutting down"), "no log lines: {text:?}");
     assert!(

@@ -1,128 +1,26 @@
-//! Helpers of the server's tests: the real `leasehold` binary as a child
-//! process, and a small client speaking the wire protocol over a real socket.
+//! Helpers of the server's tests that speak the wire protocol: the real
+//! `leasehold` binary as a child process (the chaos harness's
+//! [`ServerProcess`], as in `support/`), and a small client speaking the
+//! protocol over a real socket.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use leasehold::remote::protocol::{
     self, ClientFrame, Reply, Request, ServerFrame, WireError, WireGrant, VERSION,
 };
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::process::{Child, ChildStdout, Command};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+pub use leasehold_chaos::process::{ServeCommand, ServerProcess};
 
 /// How long any single expected event may take before a test fails.
 pub const WAIT: Duration = Duration::from_secs(10);
-
-/// The `leasehold` binary, running `serve`.
-pub struct ServerProcess {
-    pub child: Child,
-    pub addr: SocketAddr,
-    pub metrics: Option<SocketAddr>,
-    _stdout: Lines<BufReader<ChildStdout>>,
-}
-
-/// `leasehold serve --listen 127.0.0.1:0 --data-dir DIR ARGS...`, not yet started.
-pub fn serve_command(data_dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_leasehold"));
-    cmd.arg("serve")
-        .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args);
-    for (name, _) in std::env::vars() {
-        if name.starts_with("LEASEHOLD_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd.env("LEASEHOLD_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
-    cmd
-}
-
-impl ServerProcess {
-    /// Starts the binary on `data_dir` with extra `args`, and waits for its
-    /// `listening on` line.
-    pub async fn start(data_dir: &Path, args: &[&str]) -> ServerProcess {
-        ServerProcess::spawn(serve_command(data_dir, args)).await
-    }
-
-    /// Starts a prepared command and waits for its `listening on` line.
-    pub async fn spawn(mut cmd: Command) -> ServerProcess {
-        let mut child = cmd.spawn().expect("the leasehold binary starts");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut lines = BufReader::new(stdout).lines();
-        let mut metrics = None;
-        let addr = tokio::time::timeout(WAIT, async {
-            loop {
-                let line = lines
-                    .next_line()
-                    .await
-                    .expect("stdout reads")
-                    .expect("the server printed `listening on` before exiting");
-                if let Some(a) = line.strip_prefix("metrics on ") {
-                    metrics = Some(a.parse().expect("a metrics address"));
-                }
-                if let Some(a) = line.strip_prefix("listening on ") {
-                    return a.parse::<SocketAddr>().expect("a socket address");
-                }
-            }
-        })
-        .await
-        .expect("the server starts in time");
-        ServerProcess {
-            child,
-            addr,
-            metrics,
-            _stdout: lines,
-        }
-    }
-
-    /// Sends `signal` (`TERM`, `INT`, ...) to the server.
-    pub fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("the server runs");
-        let status = std::process::Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(pid.to_string())
-            .status()
-            .expect("kill runs");
-        assert!(status.success(), "kill -{signal} {pid}");
-    }
-
-    /// Waits for the server to exit.
-    pub async fn wait(&mut self) -> ExitStatus {
-        tokio::time::timeout(WAIT, self.child.wait())
-            .await
-            .expect("the server exits in time")
-            .expect("wait works")
-    }
-
-    /// SIGTERM, then waits for the exit.
-    pub async fn stop(&mut self) -> ExitStatus {
-        self.signal("TERM");
-        self.wait().await
-    }
-
-    /// A connection that said hello (with `token`) and was welcomed.
-    pub async fn client(&self, token: Option<&str>) -> Client<TcpStream> {
-        let mut c = Client::connect(self.addr).await;
-        match c.hello(token).await {
-            ServerFrame::Welcome { .. } => c,
-            other => panic!("expected a welcome, got {other:?}"),
-        }
-    }
-}
 
 /// A connection speaking the wire protocol.
 pub struct Client<S> {
@@ -144,6 +42,15 @@ impl Client<TcpStream> {
         let tcp = TcpStream::connect(addr).await.expect("connect");
         tcp.set_nodelay(true).unwrap();
         Client::over(tcp)
+    }
+
+    /// A connection to `addr` that said hello (with `token`) and was welcomed.
+    pub async fn welcomed(addr: SocketAddr, token: Option<&str>) -> Client<TcpStream> {
+        let mut c = Client::connect(addr).await;
+        match c.hello(token).await {
+            ServerFrame::Welcome { .. } => c,
+            other => panic!("expected a welcome, got {other:?}"),
+        }
     }
 }
 
