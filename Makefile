@@ -42,6 +42,7 @@ fmt-check: toolchain
 
 clippy: toolchain
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) clippy -p leasehold-ffi --all-targets --features testing --locked -- -D warnings
 
 rust-test: etcd
 	$(CARGO) test --workspace --locked $(RUST_TEST_EXCLUDE)

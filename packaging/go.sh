@@ -18,13 +18,14 @@ lib="$CARGO_TARGET_DIR/dist/libleasehold_ffi.a"
 # The module's files as the checkout has them (not what .gitignore ignores,
 # so not the debug library of lib/), less the repository's own tools (the
 # demo's holder, the benchmark script) and the .gitignore that keeps lib/
-# out of git.
+# out of git; with the C header, which the build writes beside the package.
 stage="$CARGO_TARGET_DIR/go-dist/leasehold-go"
 rm -rf "$stage"
 mkdir -p "$stage"
 (cd bindings-go && git ls-files -z --cached --others --exclude-standard) |
   tar -C bindings-go --null -T - -cf - | tar -C "$stage" -xf -
 rm -rf "$stage/cmd" "$stage/scripts" "$stage/.gitignore"
+cp ffi/include/leasehold.h "$stage/locks/leasehold.h"
 mkdir -p "$stage/lib/linux_amd64"
 strip --strip-debug -o "$stage/lib/linux_amd64/libleasehold_ffi.a" "$lib"
 echo "go.sh: library $(du -h "$lib" | cut -f1) built, $(du -h "$stage/lib/linux_amd64/libleasehold_ffi.a" | cut -f1) without debug info"

@@ -39,7 +39,7 @@ func nanos(d time.Duration) C.int64_t { return C.int64_t(d.Nanoseconds()) }
 // withCancel runs a blocking C call that takes a cancellation token (one
 // round trip to the store, such as a manual lease's extend), firing the
 // token when ctx ends (context.AfterFunc), so that the call gives up. A
-// ctx that cannot end costs nothing. Calls that wait in line use awaitCall.
+// ctx that cannot end costs nothing. Calls that wait in line use startCall.
 func withCancel(ctx context.Context, call func(C.lh_cancel) *C.lh_error) error {
 	if ctx == nil {
 		return newError(CodeInvalidArgument, "a nil context.Context")

@@ -13,32 +13,34 @@ import (
 	"sync"
 )
 
-// keptC is what the C library offers for one kind of hold (a key's
-// lh_holding_*, a slot's lh_slot_holding_*): reading its state I, the loss
-// callback, the end (its _async form, as awaitCall starts it).
-type keptC[I any] struct {
-	what   string // "lease" or "slot", for the message of a loss
-	info   func(*I) *C.lh_error
-	onLost func(C.lh_lost_fn, C.uint64_t) *C.lh_error
-	end    func(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool
+// cHold is what the C library offers for one kind of hold (a key's
+// lh_holding_*, a slot's lh_slot_holding_*), as a small value type: reading
+// its state I, the loss callback, the end (its _async form, as startCall
+// starts it), and the state after the end.
+type cHold[I any] interface {
+	// what is "lease" or "slot", for the message of a loss.
+	what() string
+	info(*I) *C.lh_error
+	onLost(C.lh_lost_fn, C.uint64_t) *C.lh_error
+	end(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool
 	// ended makes the state as it is after the end: no time left, lost
 	// if the end said so.
-	ended func(last *I, lost bool, reason C.lh_loss_reason)
+	ended(last *I, lost bool, reason C.lh_loss_reason)
 }
 
 // kept is the one wrapper of a C hold, of a key or of a slot: its state
 // read while held and kept as it was at the end, its loss cancelling the
 // held function's ctx, and its end, once. Safe for concurrent use.
-type kept[I any] struct {
+type kept[I any, H cHold[I]] struct {
 	mu    sync.Mutex
-	c     keptC[I]
+	c     H
 	done  bool
 	last  I
-	final func() // runs under mu with last fresh, just before the end
+	final func() // runs under mu with last fresh, just before the end; nil: none
 }
 
 // fresh reads the state now (after the end: as it was then); k.mu is held.
-func (k *kept[I]) fresh() *I {
+func (k *kept[I, H]) fresh() *I {
 	if !k.done {
 		var info I
 		if takeError(k.c.info(&info)) == nil {
@@ -49,31 +51,32 @@ func (k *kept[I]) fresh() *I {
 }
 
 // current is the state now (after the end: as it was then).
-func (k *kept[I]) current() I {
+func (k *kept[I, H]) current() I {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return *k.fresh()
 }
 
 // locked runs f under the lock with the state fresh.
-func (k *kept[I]) locked(f func(last *I)) {
+func (k *kept[I, H]) locked(f func(last *I)) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	f(k.fresh())
 }
 
 // end ends the hold, once; waiting for the store's answer holds no OS thread.
-func (k *kept[I]) end() error {
+func (k *kept[I, H]) end() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.fresh()
+	// Only a kind with a final step reads its state first: the end's
+	// outcome makes the rest of the state (ended).
 	if k.final != nil {
+		k.fresh()
 		k.final()
 	}
 	k.done = true
-	_, err := awaitCall(context.Background(), func(_ C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		return k.c.end(done, user, now)
-	})
+	p := startCall(context.Background())
+	_, err := p.wait(p.ready() && bool(k.c.end(doneFn, p.user(), p.now())))
 	lost, reason := lostAtEnd(err)
 	k.c.ended(&k.last, lost, reason)
 	return err
@@ -90,9 +93,9 @@ type lossWatch struct {
 // (returns, fails or panics). fn's ctx is cancelled with cause ErrLost when
 // the hold is lost (LOCK-09), and the answer is combine(fn's error, end's)
 // (LOCK-10).
-func (k *kept[I]) run(ctx context.Context, fn func(context.Context) error) (err error) {
+func (k *kept[I, H]) run(ctx context.Context, fn func(context.Context) error) (err error) {
 	fnCtx, cancel := context.WithCancelCause(ctx)
-	handle := cgo.NewHandle(&lossWatch{what: k.c.what, cancel: cancel})
+	handle := cgo.NewHandle(&lossWatch{what: k.c.what(), cancel: cancel})
 	returned := false
 	var fnErr error
 	defer func() {

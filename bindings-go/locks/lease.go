@@ -25,27 +25,29 @@ type Lease struct {
 }
 
 // heldLease is the C holding behind a lease given to Hold's function.
-type heldLease = kept[C.lh_lease_info]
+type heldLease = kept[C.lh_lease_info, leaseHold]
 
-// newHeldLease keeps the C holding h.
-func newHeldLease(h C.lh_holding) *heldLease {
-	return &heldLease{c: keptC[C.lh_lease_info]{
-		what: "lease",
-		info: func(info *C.lh_lease_info) *C.lh_error { return C.lh_holding_info(h, info) },
-		onLost: func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
-			return C.lh_holding_on_lost(h, callback, user)
-		},
-		end: func(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-			return C.lh_holding_end_async(h, done, user, now)
-		},
-		// After the end, the lease is gone: no time left, and lost if it was lost while held.
-		ended: func(last *C.lh_lease_info, lost bool, reason C.lh_loss_reason) {
-			*last = C.lh_lease_info{has_remaining: true}
-			if lost {
-				last.lost, last.reason = true, reason
-			}
-		},
-	}}
+// leaseHold is a key's C holding, as kept uses it.
+type leaseHold struct{ h C.lh_holding }
+
+func (leaseHold) what() string { return "lease" }
+
+func (l leaseHold) info(info *C.lh_lease_info) *C.lh_error { return C.lh_holding_info(l.h, info) }
+
+func (l leaseHold) onLost(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
+	return C.lh_holding_on_lost(l.h, callback, user)
+}
+
+func (l leaseHold) end(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
+	return C.lh_holding_end_async(l.h, done, user, now)
+}
+
+// ended: after the end, the lease is gone: no time left, and lost if it was lost while held.
+func (leaseHold) ended(last *C.lh_lease_info, lost bool, reason C.lh_loss_reason) {
+	*last = C.lh_lease_info{has_remaining: true}
+	if lost {
+		last.lost, last.reason = true, reason
+	}
 }
 
 // manualLease is the C manual lease behind a lease from TryLock or Lock.

@@ -41,7 +41,7 @@ enum lh_code
   LH_UNAUTHENTICATED = 5,
   // A hold spent its `wait` in line (LOCK-18).
   LH_WAIT_TIMEOUT = 6,
-  // The caller gave up (its `lh_cancel` fired).
+  // The caller gave up: its cancellation fired (an `lh_cancel`, a Go ctx).
   LH_CANCELLED = 7,
   // The store cannot be reached; the call may be retried.
   LH_UNAVAILABLE = 8,
@@ -326,12 +326,15 @@ typedef struct {
   bool accept_old_etcd;
 } lh_connect_options;
 
+#if defined(LEASEHOLD_TESTING)
 // A virtual clock: it stands still until `lh_clock_advance` moves it.
 typedef struct {
   // The library's id of the clock; never dereferenced.
   uint64_t id;
 } lh_clock;
+#endif
 
+#if defined(LEASEHOLD_TESTING)
 // How an embedded store opened by `lh_store_memory_with` behaves.
 typedef struct {
   // Its clock; the zero handle is the process's monotonic clock.
@@ -342,6 +345,7 @@ typedef struct {
   // embedded store pushes, so `lh_store_memory` has it on.
   bool push;
 } lh_memory_options;
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -845,27 +849,36 @@ lh_error *lh_store_close(lh_store store);
 // the last of them. Freeing a closed or freed store fails `LH_CLOSED`.
 lh_error *lh_store_free(lh_store store);
 
+#if defined(LEASEHOLD_TESTING)
 // Makes a virtual clock at its origin.
 //
 // # Safety
 // `out` must be NULL (an error) or valid for a write.
 lh_error *lh_clock_new(lh_clock *out);
+#endif
 
+#if defined(LEASEHOLD_TESTING)
 // Moves the clock by `by_ns`, one sleeper's deadline at a time, pausing
 // `pause_ns` of real time after each step so that the runtime's threads
 // run what the step woke (`VirtualClock::advance_blocking`). Blocks.
 lh_error *lh_clock_advance(lh_clock clock, int64_t by_ns, int64_t pause_ns);
+#endif
 
+#if defined(LEASEHOLD_TESTING)
 // Frees the clock's handle (stores on it keep it).
 lh_error *lh_clock_free(lh_clock clock);
+#endif
 
+#if defined(LEASEHOLD_TESTING)
 // Opens an embedded store with `options` (NULL: a monotonic clock, no
 // renewal, and no push, all fields zero).
 //
 // # Safety
 // `options` must be NULL or readable; `out` NULL (an error) or valid for a write.
 lh_error *lh_store_memory_with(const lh_memory_options *options, lh_store *out);
+#endif
 
+#if defined(LEASEHOLD_TESTING)
 // Parses a duration as the bindings take strings (`"30s"`, `"1m30s"`,
 // `"250ms"`) into nanoseconds; a bad one fails `LH_INVALID_TTL`.
 //
@@ -873,10 +886,13 @@ lh_error *lh_store_memory_with(const lh_memory_options *options, lh_store *out);
 // `text` must be NULL or point to `len` readable bytes; `out_ns` NULL (an
 // error) or valid for a write.
 lh_error *lh_duration_parse(const uint8_t *text, size_t len, int64_t *out_ns);
+#endif
 
+#if defined(LEASEHOLD_TESTING)
 // Panics inside the library: answers the `LH_INTERNAL` error every export
 // turns a panic into, instead of aborting the caller (ERR-03).
 lh_error *lh_testing_panic(void);
+#endif
 
 #ifdef __cplusplus
 }  // extern "C"

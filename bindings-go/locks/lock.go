@@ -89,10 +89,9 @@ func (l *Lock) Hold(ctx context.Context, key string, fn HeldFunc, opts ...Option
 	if s.wait != nil {
 		callOpts.has_wait, callOpts.wait_ns = true, nanos(*s.wait)
 	}
-	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		k, kn := cstr(key)
-		return C.lh_lock_begin_async(l.h, k, kn, &callOpts, c, done, user, now)
-	})
+	p := startCall(ctx)
+	k, kn := cstr(key)
+	o, err := p.wait(p.ready() && bool(C.lh_lock_begin_async(l.h, k, kn, &callOpts, p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(key)
 	if err != nil {
@@ -109,10 +108,9 @@ func (l *Lock) TryHold(ctx context.Context, key string, fn HeldFunc) (bool, erro
 	if fn == nil {
 		return false, newError(CodeInvalidArgument, "TryHold: a nil function")
 	}
-	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		k, kn := cstr(key)
-		return C.lh_lock_try_begin_async(l.h, k, kn, c, done, user, now)
-	})
+	p := startCall(ctx)
+	k, kn := cstr(key)
+	o, err := p.wait(p.ready() && bool(C.lh_lock_try_begin_async(l.h, k, kn, p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(key)
 	if err != nil || !bool(o.held) {
@@ -125,6 +123,6 @@ func (l *Lock) TryHold(ctx context.Context, key string, fn HeldFunc) (bool, erro
 func (l *Lock) run(ctx context.Context, key string, h C.lh_holding, fence uint64, fn HeldFunc) error {
 	// The lock, and so its store, stay alive (no finalizer closes them) until the hold ended.
 	defer runtime.KeepAlive(l)
-	lease := &Lease{Fence: fence, Name: key, held: newHeldLease(h)}
+	lease := &Lease{Fence: fence, Name: key, held: &heldLease{c: leaseHold{h}}}
 	return lease.held.run(ctx, func(ctx context.Context) error { return fn(ctx, lease) })
 }

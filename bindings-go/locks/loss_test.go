@@ -1,3 +1,5 @@
+//go:build leasehold_testing
+
 package locks
 
 import (
@@ -21,30 +23,6 @@ func storeOnClock(t *testing.T, o MemoryOptions) (*Store, *VirtualClock) {
 // on a virtual clock, as the server store's do on real time.
 func virtualStore(t *testing.T) (*Store, *VirtualClock) {
 	return storeOnClock(t, MemoryOptions{Renewal: true})
-}
-
-// holdInBackground runs lock.Hold(key, fn) in a goroutine; the first channel
-// gets the lease when fn starts, the second Hold's error.
-func holdInBackground(ctx context.Context, lock *Lock, key string, fn HeldFunc) (<-chan *Lease, <-chan error) {
-	started, done := make(chan *Lease, 1), make(chan error, 1)
-	go func() {
-		done <- lock.Hold(ctx, key, func(ctx context.Context, lease *Lease) error {
-			started <- lease
-			return fn(ctx, lease)
-		})
-	}()
-	return started, done
-}
-
-func within(t *testing.T, what string, ch <-chan *Lease) *Lease {
-	t.Helper()
-	select {
-	case lease := <-ch:
-		return lease
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s did not happen", what)
-	}
-	return nil
 }
 
 // LOCK-09, LOCK-10, LOCK-12: a lease revoked at maxHold cancels the function's

@@ -88,6 +88,9 @@ func AcceptOldEtcd() Option {
 // collect applies opts for call, refusing an option not among allowed.
 func collect(call string, opts []Option, allowed ...string) (settings, error) {
 	var s settings
+	if len(opts) == 0 {
+		return s, nil
+	}
 	for _, o := range opts {
 		if o.apply == nil {
 			return s, newError(CodeInvalidArgument, call+": a zero Option")

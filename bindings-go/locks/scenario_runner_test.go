@@ -1,3 +1,5 @@
+//go:build leasehold_testing
+
 package locks
 
 // The Go runner of the shared scenarios (spec-tests/scenarios/*.json),

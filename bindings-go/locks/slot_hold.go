@@ -38,11 +38,10 @@ func (s *Slots) Hold(ctx context.Context, owner Owner, fn HeldSlotFunc, opts ...
 	if err != nil {
 		return false, err
 	}
-	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		k, kn := cstr(owner.key)
-		i, in := cstr(owner.instance)
-		return C.lh_slots_begin_async(s.h, k, kn, i, in, hasPreferred, preferred, c, done, user, now)
-	})
+	p := startCall(ctx)
+	k, kn := cstr(owner.key)
+	i, in := cstr(owner.instance)
+	o, err := p.wait(p.ready() && bool(C.lh_slots_begin_async(s.h, k, kn, i, in, hasPreferred, preferred, p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(owner)
 	if err != nil || !bool(o.held) {
 		return false, err
@@ -57,33 +56,42 @@ func (s *Slots) Hold(ctx context.Context, owner Owner, fn HeldSlotFunc, opts ...
 // the Unix epoch on the store's clock. Safe for concurrent use; once Hold
 // returned, it tells the slot as it was at the end.
 type HeldSlot struct {
-	kept      kept[C.lh_held_slot_info]
+	kept      kept[C.lh_held_slot_info, slotHold]
 	h         C.lh_slot_holding
 	namespace string
 	owner     Owner
 	lease     *SlotLease // the last lease handed out, kept while the store's lease is the same; under kept.mu
 }
 
+// slotHold is a slot's C holding, as kept uses it.
+type slotHold struct{ h C.lh_slot_holding }
+
+func (slotHold) what() string { return "slot" }
+
+func (s slotHold) info(info *C.lh_held_slot_info) *C.lh_error {
+	return C.lh_slot_holding_info(s.h, info)
+}
+
+func (s slotHold) onLost(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
+	return C.lh_slot_holding_on_lost(s.h, callback, user)
+}
+
+func (s slotHold) end(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
+	return C.lh_slot_holding_end_async(s.h, done, user, now)
+}
+
+// ended: after the end, the slot is as it was then: no time left, and lost if it was lost while held.
+func (slotHold) ended(last *C.lh_held_slot_info, lost bool, reason C.lh_loss_reason) {
+	last.remaining_ns = 0
+	if lost {
+		last.lost, last.reason = true, reason
+	}
+}
+
 // newHeldSlot keeps the C holding h of a slot of namespace for owner.
 func newHeldSlot(h C.lh_slot_holding, namespace string, owner Owner) *HeldSlot {
 	s := &HeldSlot{h: h, namespace: namespace, owner: owner}
-	s.kept.c = keptC[C.lh_held_slot_info]{
-		what: "slot",
-		info: func(info *C.lh_held_slot_info) *C.lh_error { return C.lh_slot_holding_info(h, info) },
-		onLost: func(callback C.lh_lost_fn, user C.uint64_t) *C.lh_error {
-			return C.lh_slot_holding_on_lost(h, callback, user)
-		},
-		end: func(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-			return C.lh_slot_holding_end_async(h, done, user, now)
-		},
-		// After the end, the slot is as it was then: no time left, and lost if it was lost while held.
-		ended: func(last *C.lh_held_slot_info, lost bool, reason C.lh_loss_reason) {
-			last.remaining_ns = 0
-			if lost {
-				last.lost, last.reason = true, reason
-			}
-		},
-	}
+	s.kept.c = slotHold{h}
 	// The lease as it was at the end stays for Lease.
 	s.kept.final = func() { s.renewedLease(&s.kept.last) }
 	return s

@@ -1,3 +1,5 @@
+//go:build leasehold_testing
+
 package locks
 
 import (

@@ -132,11 +132,10 @@ func (s *Slots) Acquire(ctx context.Context, owner Owner, opts ...Option) (*Slot
 	if err != nil {
 		return nil, false, err
 	}
-	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		k, kn := cstr(owner.key)
-		i, in := cstr(owner.instance)
-		return C.lh_slots_acquire_async(s.h, k, kn, i, in, hasPreferred, preferred, c, done, user, now)
-	})
+	p := startCall(ctx)
+	k, kn := cstr(owner.key)
+	i, in := cstr(owner.instance)
+	o, err := p.wait(p.ready() && bool(C.lh_slots_acquire_async(s.h, k, kn, i, in, hasPreferred, preferred, p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(owner)
 	if err != nil || !bool(o.held) {

@@ -1,3 +1,5 @@
+//go:build leasehold_testing
+
 package locks
 
 import (
@@ -10,46 +12,6 @@ import (
 	"testing"
 	"time"
 )
-
-func newOwner(t *testing.T, key string) Owner {
-	t.Helper()
-	o, err := NewOwner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return o
-}
-
-func openSlots(t *testing.T, store *Store, name string, opts ...Option) *Slots {
-	t.Helper()
-	slots, err := store.Slots(name, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = slots.Close() })
-	return slots
-}
-
-// mustAcquire is an Acquire that must lease a slot.
-func mustAcquire(t *testing.T, slots *Slots, owner Owner, opts ...Option) *SlotLease {
-	t.Helper()
-	lease, leased, err := slots.Acquire(context.Background(), owner, opts...)
-	if err != nil || !leased || lease == nil {
-		t.Fatalf("Acquire for %s: lease %v, leased %v, err %v", owner.Key(), lease, leased, err)
-	}
-	if lease.Namespace() != slots.Name() || lease.Owner() != owner {
-		t.Fatalf("the lease names %q / %v", lease.Namespace(), lease.Owner())
-	}
-	return lease
-}
-
-func mustRelease(t *testing.T, slots *Slots, lease *SlotLease, lastIssued uint64) {
-	t.Helper()
-	released, err := slots.Release(context.Background(), lease, lastIssued)
-	if err != nil || !released {
-		t.Fatalf("Release: %v %v", released, err)
-	}
-}
 
 func expectExhausted(t *testing.T, slots *Slots, owner Owner) {
 	t.Helper()

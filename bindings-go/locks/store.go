@@ -48,10 +48,9 @@ func Connect(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	o, free := s.connectOptions()
 	defer free()
-	out, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		u, un := cstr(url)
-		return C.lh_store_connect_async(u, un, o, c, done, user, now)
-	})
+	p := startCall(ctx)
+	u, un := cstr(url)
+	out, err := p.wait(p.ready() && bool(C.lh_store_connect_async(u, un, o, p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(url)
 	if err != nil {
 		return nil, err
@@ -107,10 +106,9 @@ func (s *Store) Close() error {
 // (MANUAL-01): (lease, true, nil), or (nil, false, nil) when another holder
 // has it. The lease is renewed only by Extend; Unlock it when done.
 func (s *Store) TryLock(ctx context.Context, name string, ttl time.Duration) (*Lease, bool, error) {
-	o, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		n, nn := cstr(name)
-		return C.lh_store_try_acquire_async(s.h, n, nn, nanos(ttl), c, done, user, now)
-	})
+	p := startCall(ctx)
+	n, nn := cstr(name)
+	o, err := p.wait(p.ready() && bool(C.lh_store_try_acquire_async(s.h, n, nn, nanos(ttl), p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(name)
 	if err != nil || !bool(o.held) {
@@ -132,10 +130,9 @@ func (s *Store) Lock(ctx context.Context, name string, ttl time.Duration, opts .
 	if o.wait != nil {
 		wait = nanos(*o.wait)
 	}
-	out, err := awaitCall(ctx, func(c C.lh_cancel, done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.bool {
-		n, nn := cstr(name)
-		return C.lh_store_acquire_async(s.h, n, nn, nanos(ttl), hasWait, wait, c, done, user, now)
-	})
+	p := startCall(ctx)
+	n, nn := cstr(name)
+	out, err := p.wait(p.ready() && bool(C.lh_store_acquire_async(s.h, n, nn, nanos(ttl), hasWait, wait, p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(s)
 	runtime.KeepAlive(name)
 	if err != nil {

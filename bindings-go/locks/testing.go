@@ -1,5 +1,8 @@
+//go:build leasehold_testing
+
 package locks
 
+// #cgo CFLAGS: -DLEASEHOLD_TESTING
 // #include "leasehold.h"
 import "C"
 
@@ -8,8 +11,11 @@ import (
 	"time"
 )
 
-// The test hooks: an embedded store on a virtual clock that only the test
-// moves, as the shared scenarios need (spec-tests/README.md).
+// The test hooks, built only with the tag leasehold_testing and a library
+// built with the C ABI's feature `testing` (`make go-lib` builds one; the
+// published module's library has none): an embedded store on a virtual
+// clock that only the test moves, as the shared scenarios need
+// (spec-tests/README.md), the core's duration parser, a deliberate panic.
 
 // VirtualClock stands still until Advance moves it.
 type VirtualClock struct {

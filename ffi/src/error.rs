@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 use std::ffi::{c_char, CString};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use leasehold::{Error, ErrorKind, LossReason};
 
@@ -25,7 +25,7 @@ pub enum lh_code {
     LH_UNAUTHENTICATED = 5,
     /// A hold spent its `wait` in line (LOCK-18).
     LH_WAIT_TIMEOUT = 6,
-    /// The caller gave up (its `lh_cancel` fired).
+    /// The caller gave up: its cancellation fired (an `lh_cancel`, a Go ctx).
     LH_CANCELLED = 7,
     /// The store cannot be reached; the call may be retried.
     LH_UNAVAILABLE = 8,
@@ -227,30 +227,20 @@ pub extern "C" fn lh_code_name(code: i32) -> *const c_char {
     })
 }
 
-/// The static NUL-terminated name of a kind.
+/// The static NUL-terminated name of a kind: its `code()`, made a C
+/// string once for every kind.
 fn kind_name(kind: ErrorKind) -> *const c_char {
-    const NAMES: [&std::ffi::CStr; 16] = [
-        c"Lost",
-        c"InvalidTtl",
-        c"EmptyName",
-        c"PermissionDenied",
-        c"Unauthenticated",
-        c"WaitTimeout",
-        c"Cancelled",
-        c"Unavailable",
-        c"Timeout",
-        c"NamespaceMismatch",
-        c"Protocol",
-        c"Internal",
-        c"InvalidArgument",
-        c"Closed",
-        c"NotReady",
-        c"Overflow",
-    ];
+    static NAMES: OnceLock<Vec<(ErrorKind, CString)>> = OnceLock::new();
     NAMES
+        .get_or_init(|| {
+            ErrorKind::ALL
+                .iter()
+                .map(|&k| (k, CString::new(k.code()).unwrap_or_default()))
+                .collect()
+        })
         .iter()
-        .find(|n| n.to_bytes() == kind.code().as_bytes())
-        .map_or(std::ptr::null(), |n| n.as_ptr())
+        .find(|(k, _)| *k == kind)
+        .map_or(std::ptr::null(), |(_, name)| name.as_ptr())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+#[cfg(feature = "testing")]
 use leasehold::clock::VirtualClock;
 use leasehold::slots::{SlotLease, Slots};
 use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, Store};
@@ -32,6 +33,7 @@ pub(crate) enum Object {
     SlotLease(SlotLease),
     SlotHolding(Arc<HeldSlotHolding>),
     Cancel(CancellationToken),
+    #[cfg(feature = "testing")]
     Clock(VirtualClock),
 }
 
@@ -84,6 +86,7 @@ kind!(OnRuntime<Slots>, Slots, "lh_slots");
 kind!(SlotLease, SlotLease, "lh_slot_lease");
 kind!(Arc<HeldSlotHolding>, SlotHolding, "lh_slot_holding");
 kind!(CancellationToken, Cancel, "lh_cancel");
+#[cfg(feature = "testing")]
 kind!(VirtualClock, Clock, "lh_clock");
 
 /// Keeps `object` and answers its new id (never 0).

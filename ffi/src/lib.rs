@@ -44,6 +44,7 @@ mod manual;
 mod pending;
 mod slots;
 mod store;
+#[cfg(feature = "testing")]
 mod testing;
 
 pub use cancel::{lh_cancel, lh_cancel_fire, lh_cancel_free, lh_cancel_new};
@@ -78,6 +79,7 @@ pub use store::{
     lh_connect_options, lh_store, lh_store_close, lh_store_connect, lh_store_connect_async,
     lh_store_free, lh_store_memory,
 };
+#[cfg(feature = "testing")]
 pub use testing::{
     lh_clock, lh_clock_advance, lh_clock_free, lh_clock_new, lh_duration_parse, lh_memory_options,
     lh_store_memory_with, lh_testing_panic,
