@@ -16,7 +16,7 @@ const (
 	CodeUnauthenticated Code = "Unauthenticated"
 	// CodeWaitTimeout: A hold spent its `wait` in line (LOCK-18).
 	CodeWaitTimeout Code = "WaitTimeout"
-	// CodeCancelled: The caller gave up (its `lh_cancel` fired).
+	// CodeCancelled: The caller gave up: its cancellation fired (an `lh_cancel`, a Go ctx).
 	CodeCancelled Code = "Cancelled"
 	// CodeUnavailable: The store cannot be reached; the call may be retried.
 	CodeUnavailable Code = "Unavailable"
@@ -52,7 +52,7 @@ var (
 	ErrUnauthenticated = newSentinel(CodeUnauthenticated)
 	// ErrWaitTimeout: A hold spent its `wait` in line (LOCK-18).
 	ErrWaitTimeout = newSentinel(CodeWaitTimeout)
-	// ErrCancelled: The caller gave up (its `lh_cancel` fired).
+	// ErrCancelled: The caller gave up: its cancellation fired (an `lh_cancel`, a Go ctx).
 	ErrCancelled = newSentinel(CodeCancelled)
 	// ErrUnavailable: The store cannot be reached; the call may be retried.
 	ErrUnavailable = newSentinel(CodeUnavailable)
