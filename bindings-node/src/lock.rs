@@ -1,11 +1,12 @@
 //! Locks: asking for a key, waiting in line or not.
 
+use leasehold::give_up;
 use leasehold::{HoldOptions, Lock};
 use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
-use crate::cancel::{self, Canceller};
+use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::holding::NativeHolding;
 use crate::promise::{self, Eventually};
@@ -99,9 +100,14 @@ impl NativeLock {
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
             let attempt = async move { lock.try_begin(&key).await };
-            let holding =
-                cancel::unless_given_up(cancel, &runtime, GAVE_UP_TRYING, attempt, cancel::dropped)
-                    .await?;
+            let holding = give_up::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_TRYING,
+                attempt,
+                give_up::dropped,
+            )
+            .await?;
             Ok(holding.map(|h| NativeHolding::new(h, runtime)))
         })
     }

@@ -1,12 +1,13 @@
 //! Manual leases: extended and released by the caller (seed 003).
 
+use leasehold::give_up;
 use leasehold::ManualLease;
 use napi::bindgen_prelude::BigInt;
 use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
-use crate::cancel::{self, Canceller};
+use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::promise::{self, Eventually};
 
@@ -62,8 +63,14 @@ impl NativeManualLease {
         promise::spawn(env, &self.runtime, async move {
             let d = d?;
             let extend = async move { lease.extend(d).await };
-            cancel::unless_given_up(cancel, &runtime, GAVE_UP_EXTENDING, extend, cancel::dropped)
-                .await
+            give_up::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_EXTENDING,
+                extend,
+                give_up::dropped,
+            )
+            .await
         })
     }
 
@@ -81,12 +88,12 @@ impl NativeManualLease {
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
             let release = async move { lease.release().await };
-            cancel::unless_given_up(
+            give_up::unless_given_up(
                 cancel,
                 &runtime,
                 GAVE_UP_RELEASING,
                 release,
-                cancel::dropped,
+                give_up::dropped,
             )
             .await
         })

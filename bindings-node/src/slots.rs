@@ -5,6 +5,7 @@
 //! the `AbortSignal` of a call. A slot held while a function runs is
 //! `slot_holding`'s.
 
+use leasehold::give_up;
 use leasehold::slots::{Owner, SlotLease, Slots};
 use leasehold::{Error, ErrorKind};
 use napi::bindgen_prelude::BigInt;
@@ -12,7 +13,7 @@ use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
-use crate::cancel::{self, Canceller};
+use crate::cancel::Canceller;
 use crate::durations;
 use crate::errors::{thrown, Thrown};
 use crate::promise::{self, Eventually};
@@ -224,12 +225,12 @@ impl NativeSlots {
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
             let acquire = async move { slots.acquire(&owner, preferred).await };
-            let result = cancel::unless_given_up(
+            let result = give_up::unless_given_up(
                 cancel,
                 &runtime,
                 GAVE_UP_ACQUIRING,
                 acquire,
-                cancel::dropped,
+                give_up::dropped,
             )
             .await?;
             Ok(result.lease().map(|lease| NativeSlotLease { lease }))
@@ -255,12 +256,12 @@ impl NativeSlots {
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
             let begin = async move { slots.begin(&owner, preferred).await };
-            let holding = cancel::unless_given_up(
+            let holding = give_up::unless_given_up(
                 cancel,
                 &runtime,
                 GAVE_UP_ACQUIRING,
                 begin,
-                cancel::dropped,
+                give_up::dropped,
             )
             .await?;
             Ok(holding.map(|h| NativeSlotHolding::new(h, runtime)))
@@ -284,9 +285,14 @@ impl NativeSlots {
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
             let renew = async move { slots.renew(&lease).await };
-            let renewed =
-                cancel::unless_given_up(cancel, &runtime, GAVE_UP_RENEWING, renew, cancel::dropped)
-                    .await?;
+            let renewed = give_up::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_RENEWING,
+                renew,
+                give_up::dropped,
+            )
+            .await?;
             Ok(renewed.map(|lease| NativeSlotLease { lease }))
         })
     }
@@ -311,12 +317,12 @@ impl NativeSlots {
         promise::spawn(env, &self.runtime, async move {
             let last_issued = last_issued?;
             let release = async move { slots.release(&lease, last_issued).await };
-            cancel::unless_given_up(
+            give_up::unless_given_up(
                 cancel,
                 &runtime,
                 GAVE_UP_RELEASING,
                 release,
-                cancel::dropped,
+                give_up::dropped,
             )
             .await
         })

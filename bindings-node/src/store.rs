@@ -1,6 +1,7 @@
 //! Stores: the embedded one, the server store or etcd over a connection, manual
 //! leases, slot namespaces and closing.
 
+use leasehold::give_up;
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
 use napi::bindgen_prelude::BigInt;
@@ -8,7 +9,7 @@ use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
-use crate::cancel::{self, Canceller};
+use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::errors::{thrown, Thrown};
 use crate::lock::NativeLock;
@@ -100,12 +101,12 @@ pub fn connect<'env>(
         Store::connect(&url, core).await
     };
     promise::spawn(env, &runtime.clone(), async move {
-        let store = cancel::unless_given_up(
+        let store = give_up::unless_given_up(
             cancel,
             &runtime,
             GAVE_UP_CONNECTING,
             connecting,
-            cancel::dropped,
+            give_up::dropped,
         )
         .await?;
         Ok(NativeStore::new(store, runtime))
@@ -235,7 +236,8 @@ impl NativeStore {
                 }
             };
             let lease =
-                cancel::unless_given_up(cancel, &runtime, GAVE_UP_TRYING, attempt, release).await?;
+                give_up::unless_given_up(cancel, &runtime, GAVE_UP_TRYING, attempt, release)
+                    .await?;
             Ok(lease.map(|l| NativeManualLease::new(l, runtime)))
         })
     }
@@ -282,7 +284,7 @@ impl NativeStore {
         promise::spawn(env, &self.runtime, async move {
             let list = async move { store.holders(lock.as_deref()).await };
             let holders =
-                cancel::unless_given_up(cancel, &runtime, GAVE_UP_LISTING, list, cancel::dropped)
+                give_up::unless_given_up(cancel, &runtime, GAVE_UP_LISTING, list, give_up::dropped)
                     .await?;
             Ok(holders
                 .into_iter()

@@ -28,6 +28,7 @@ mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fence;
+pub mod give_up;
 mod group;
 mod held;
 mod ids;

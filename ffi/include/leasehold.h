@@ -475,7 +475,8 @@ bool lh_lock_begin_async(lh_lock lock,
 // Holds `key` of `lock` if it is free now, never waiting in line
 // (LOCK-17): `*held` says whether it was; when it was not, nothing else is
 // written. `cancel` (zero: none) stops waiting for the store's answer
-// (`LH_CANCELLED`), as while the server store reconnects.
+// (`LH_CANCELLED`), as while the server store reconnects; a grant that
+// answers after that is released at once.
 //
 // # Safety
 // `key` must be NULL or point to `key_len` readable bytes; `out` and
@@ -504,7 +505,8 @@ bool lh_lock_try_begin_async(lh_lock lock,
 
 // Takes the manual lease `name` for `ttl_ns` if nobody holds it, at once
 // (MANUAL-01): `*held` says whether it did. The ttl lies from 1 s to 1 h.
-// `cancel` (zero: none) stops waiting for the store's answer.
+// `cancel` (zero: none) stops waiting for the store's answer
+// (`LH_CANCELLED`); a lease that answers after that is released at once.
 //
 // # Safety
 // `name` must be NULL or point to `name_len` readable bytes; `out` and

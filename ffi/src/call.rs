@@ -5,7 +5,7 @@ use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use leasehold::{runtime, CancellationToken, Error, ErrorKind, Result};
+use leasehold::{give_up, runtime, CancellationToken, Error, ErrorKind, Result};
 use tokio::runtime::Handle;
 
 use crate::error::lh_error;
@@ -55,7 +55,31 @@ pub(crate) fn not_in_runtime() -> Result<()> {
     Ok(())
 }
 
-/// `fut`, unless `cancel` fires first: then `Cancelled` (and `fut` is dropped).
+/// `work`, a core call that takes no cancellation token of its own, unless
+/// `cancel` fires first: then `Cancelled` at once, while the work goes on
+/// to its end and what it got is dropped, which releases a holding and
+/// closes a store (`leasehold::give_up`: a grant that races a give-up is
+/// not left behind, LOCK-18).
+pub(crate) async fn given_up_or<T, W>(work: W, cancel: Option<CancellationToken>) -> Result<T>
+where
+    T: Send + 'static,
+    W: Future<Output = Result<T>> + Send + 'static,
+{
+    give_up::unless_given_up(
+        cancel,
+        &Handle::current(),
+        CANCELLED,
+        work,
+        give_up::dropped,
+    )
+    .await
+}
+
+/// The message of a call given up.
+pub(crate) const CANCELLED: &str = "the call was cancelled";
+
+/// `fut`, a wait that gets nothing (such as a wait for a loss), unless
+/// `cancel` fires first: then `Cancelled` (and `fut` is dropped).
 pub(crate) async fn or_cancelled<T>(
     fut: impl Future<Output = Result<T>>,
     cancel: Option<CancellationToken>,
@@ -65,7 +89,7 @@ pub(crate) async fn or_cancelled<T>(
     };
     tokio::select! {
         biased;
-        _ = cancel.cancelled() => Err(Error::new(ErrorKind::Cancelled, "the call was cancelled")),
+        _ = cancel.cancelled() => Err(Error::new(ErrorKind::Cancelled, CANCELLED)),
         out = fut => out,
     }
 }

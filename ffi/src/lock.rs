@@ -6,7 +6,7 @@ use std::sync::Arc;
 use leasehold::{CancellationToken, HoldOptions, Holding, Lock, Result, Store};
 use tokio::runtime::Handle;
 
-use crate::call::{block_on, or_cancelled, run};
+use crate::call::{block_on, given_up_or, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles;
@@ -203,7 +203,8 @@ unsafe fn begin(
 /// Holds `key` of `lock` if it is free now, never waiting in line
 /// (LOCK-17): `*held` says whether it was; when it was not, nothing else is
 /// written. `cancel` (zero: none) stops waiting for the store's answer
-/// (`LH_CANCELLED`), as while the server store reconnects.
+/// (`LH_CANCELLED`), as while the server store reconnects; a grant that
+/// answers after that is released at once.
 ///
 /// # Safety
 /// `key` must be NULL or point to `key_len` readable bytes; `out` and
@@ -270,9 +271,10 @@ unsafe fn try_begin(
     let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = lock.runtime.clone();
-    Ok((runtime, async move {
-        match or_cancelled(lock.value.try_begin(&key), cancel).await? {
-            Some(holding) => Ok(keep(holding, lock.runtime)),
+    let attempt = async move { lock.value.try_begin(&key).await };
+    Ok((runtime.clone(), async move {
+        match given_up_or(attempt, cancel).await? {
+            Some(holding) => Ok(keep(holding, runtime)),
             None => Ok(Done::NOTHING),
         }
     }))

@@ -3,13 +3,13 @@
 
 use std::future::Future;
 
-use leasehold::{CancellationToken, HoldOptions, ManualLease, Result, Store};
+use leasehold::{give_up, CancellationToken, HoldOptions, ManualLease, Result, Store};
 use tokio::runtime::Handle;
 
 use crate::handles::OnRuntime;
 use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 
-use crate::call::{block_on, or_cancelled, run};
+use crate::call::{block_on, given_up_or, run, CANCELLED};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles;
@@ -26,7 +26,8 @@ pub struct lh_manual {
 
 /// Takes the manual lease `name` for `ttl_ns` if nobody holds it, at once
 /// (MANUAL-01): `*held` says whether it did. The ttl lies from 1 s to 1 h.
-/// `cancel` (zero: none) stops waiting for the store's answer.
+/// `cancel` (zero: none) stops waiting for the store's answer
+/// (`LH_CANCELLED`); a lease that answers after that is released at once.
 ///
 /// # Safety
 /// `name` must be NULL or point to `name_len` readable bytes; `out` and
@@ -103,9 +104,17 @@ unsafe fn try_acquire(
     let store = handles::get::<OnRuntime<Store>>(store.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = store.runtime.clone();
-    Ok((runtime, async move {
-        match or_cancelled(store.value.try_acquire(&name, ttl), cancel).await? {
-            Some(lease) => Ok(keep(lease, store.runtime)),
+    let attempt = async move { store.value.try_acquire(&name, ttl).await };
+    // A lease that answers after a give-up is released at once.
+    let release = |lease: Option<ManualLease>| async move {
+        if let Some(lease) = lease {
+            let _ = lease.release().await;
+        }
+    };
+    Ok((runtime.clone(), async move {
+        let tried = give_up::unless_given_up(cancel, &runtime, CANCELLED, attempt, release).await?;
+        match tried {
+            Some(lease) => Ok(keep(lease, runtime)),
             None => Ok(Done::NOTHING),
         }
     }))
@@ -238,7 +247,11 @@ pub extern "C" fn lh_manual_extend(
         let d = input::duration("extension", d_ns)?;
         let lease = handles::get::<OnRuntime<ManualLease>>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        block_on(&lease.runtime, or_cancelled(lease.value.extend(d), cancel))
+        let runtime = lease.runtime.clone();
+        block_on(
+            &runtime,
+            given_up_or(async move { lease.value.extend(d).await }, cancel),
+        )
     })
 }
 
@@ -251,7 +264,11 @@ pub extern "C" fn lh_manual_release(lease: lh_manual, cancel: lh_cancel) -> *mut
     run(|| {
         let lease = handles::get::<OnRuntime<ManualLease>>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        block_on(&lease.runtime, or_cancelled(lease.value.release(), cancel))
+        let runtime = lease.runtime.clone();
+        block_on(
+            &runtime,
+            given_up_or(async move { lease.value.release().await }, cancel),
+        )
     })
 }
 

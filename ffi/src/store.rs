@@ -6,7 +6,7 @@ use leasehold::remote::ConnectOptions;
 use leasehold::{runtime, CancellationToken, Store};
 use tokio::runtime::Handle;
 
-use crate::call::{block_on, or_cancelled, run};
+use crate::call::{block_on, given_up_or, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles::{self, OnRuntime};
@@ -192,7 +192,8 @@ unsafe fn connect(
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = runtime::process_runtime();
     Ok((runtime.clone(), async move {
-        let store = or_cancelled(Store::connect(&url, options), cancel).await?;
+        let connecting = async move { Store::connect(&url, options).await };
+        let store = given_up_or(connecting, cancel).await?;
         let id = handles::insert(OnRuntime {
             value: store,
             runtime,

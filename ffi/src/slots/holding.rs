@@ -11,7 +11,7 @@ use leasehold::{CancellationToken, Result};
 use tokio::runtime::Handle;
 
 use super::{lh_slot_info, lh_slot_lease, lh_slots};
-use crate::call::{block_on, or_cancelled, run};
+use crate::call::{block_on, given_up_or, run};
 use crate::cancel::lh_cancel;
 use crate::error::{lh_error, lh_loss_reason};
 use crate::handles::{self, OnRuntime};
@@ -160,12 +160,12 @@ unsafe fn begin(
     let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = slots.runtime.clone();
-    Ok((runtime, async move {
-        let Some(holding) = or_cancelled(slots.value.begin(&owner, preferred), cancel).await?
-        else {
+    let attempt = async move { slots.value.begin(&owner, preferred).await };
+    Ok((runtime.clone(), async move {
+        let Some(holding) = given_up_or(attempt, cancel).await? else {
             return Ok(Done::NOTHING);
         };
-        let kept = Kept::new(holding, slots.runtime);
+        let kept = Kept::new(holding, runtime);
         let fence = kept.view().lease().fence();
         Ok(Done::made(handles::insert(Arc::new(kept)), fence))
     }))

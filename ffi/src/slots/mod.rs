@@ -12,7 +12,7 @@ use leasehold::names::MAX_NAME_BYTES;
 use leasehold::slots::{AcquireResult, Owner, SlotLease, Slots};
 use leasehold::{CancellationToken, Error, ErrorKind, Result, Store};
 
-use crate::call::{block_on, or_cancelled, run};
+use crate::call::{block_on, given_up_or, run};
 use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles::{self, OnRuntime};
@@ -346,8 +346,9 @@ unsafe fn acquire(
     let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = slots.runtime.clone();
+    let attempt = async move { slots.value.acquire(&owner, preferred).await };
     Ok((runtime, async move {
-        match or_cancelled(slots.value.acquire(&owner, preferred), cancel).await? {
+        match given_up_or(attempt, cancel).await? {
             AcquireResult::Leased(lease) => {
                 let fence = lease.fence();
                 Ok(Done::made(handles::insert(lease), fence))
@@ -379,11 +380,9 @@ pub unsafe extern "C" fn lh_slots_renew(
         let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
         let lease = handles::get::<SlotLease>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let Some(lease) = block_on(
-            &slots.runtime,
-            or_cancelled(slots.value.renew(&lease), cancel),
-        )?
-        else {
+        let runtime = slots.runtime.clone();
+        let renewing = async move { slots.value.renew(&lease).await };
+        let Some(lease) = block_on(&runtime, given_up_or(renewing, cancel))? else {
             // SAFETY: passed on from the caller.
             return unsafe { input::write("renewed", renewed, false) };
         };
@@ -414,10 +413,9 @@ pub unsafe extern "C" fn lh_slots_release(
         let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
         let lease = handles::get::<SlotLease>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-        let done = block_on(
-            &slots.runtime,
-            or_cancelled(slots.value.release(&lease, last_issued), cancel),
-        )?;
+        let runtime = slots.runtime.clone();
+        let releasing = async move { slots.value.release(&lease, last_issued).await };
+        let done = block_on(&runtime, given_up_or(releasing, cancel))?;
         // SAFETY: passed on from the caller.
         unsafe { input::write("released", released, done) }
     })
