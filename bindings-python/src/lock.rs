@@ -96,7 +96,9 @@ impl PyLock {
         let key = convert::name(key, "key")?;
         let lock = self.lock.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        // Shielded: given up, the attempt runs on, and a late grant is
+        // dropped, which releases it (LOCK-11, LOCK-18).
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
             lock.try_begin(&key)
                 .await
                 .map(|h| h.map(|h| PyHolding::new(h, runtime)))

@@ -43,7 +43,7 @@ impl PyManualLease {
     fn extend<'py>(&self, py: Python<'py>, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let by = convert::duration(by, "the extension")?;
         let lease = self.lease.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
             lease.extend(by).await
         })
     }
@@ -52,7 +52,7 @@ impl PyManualLease {
     /// confirmed release or loss, later calls do nothing.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let lease = self.lease.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
             lease.release().await
         })
     }

@@ -246,7 +246,7 @@ impl PySlots {
         let owner = owner_of(owner)?;
         let preferred = preferred_slot(preferred)?;
         let slots = self.slots.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
             slots
                 .acquire(&owner, preferred)
                 .await
@@ -269,7 +269,7 @@ impl PySlots {
         let preferred = preferred_slot(preferred)?;
         let slots = self.slots.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
             slots
                 .begin(&owner, preferred)
                 .await
@@ -287,7 +287,7 @@ impl PySlots {
     ) -> PyResult<Bound<'py, PyAny>> {
         let lease = lease_of(lease)?;
         let slots = self.slots.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
             slots
                 .renew(&lease)
                 .await

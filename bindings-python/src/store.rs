@@ -1,7 +1,7 @@
 //! `Store`: the embedded store or a connection to the server store.
 
 use leasehold::remote::ConnectOptions;
-use leasehold::{CancellationToken, HoldOptions, Store};
+use leasehold::{give_up, CancellationToken, HoldOptions, Store};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
@@ -12,6 +12,9 @@ use crate::manual::PyManualLease;
 use crate::runtime;
 use crate::slots::PySlots;
 
+
+/// The message of a manual try given up by its awaiting task.
+const GAVE_UP: &str = "the awaiting task gave up on the manual lease";
 /// A store of leases. The package's `Store` wraps it.
 #[pyclass(module = "leasehold._native", name = "Store", frozen)]
 pub struct PyStore {
@@ -133,9 +136,18 @@ impl PyStore {
         let ttl = convert::duration(ttl, "ttl")?;
         let store = self.store.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
-            store
-                .try_acquire(&name, ttl)
+        let token = CancellationToken::new();
+        let given_up = token.clone();
+        let attempt = async move { store.try_acquire(&name, ttl).await };
+        // A lease that answers after the awaiting task gave up is released at once.
+        let release = |lease: Option<leasehold::ManualLease>| async move {
+            if let Some(lease) = lease {
+                let _ = lease.release().await;
+            }
+        };
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Token(token), async move {
+            let on = runtime.clone().unwrap_or_else(runtime::handle);
+            give_up::unless_given_up(Some(given_up), &on, GAVE_UP, attempt, release)
                 .await
                 .map(|l| l.map(|l| PyManualLease::new(l, runtime)))
         })

@@ -144,8 +144,10 @@ pub trait Held: Send + 'static {
 }
 
 /// The holder's deadlines, each a time at which the store has surely not
-/// yet let the holding go (LOCK-04): the ttl one moves with every renewal,
-/// the maxHold one is fixed.
+/// yet let the holding go (LOCK-04): the ttl one moves with every renewal;
+/// the maxHold one is the latest the store's answers have confirmed (each
+/// answer's time left before revocation, counted from its send time, is a
+/// lower bound, so the larger of two stays safe).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HolderDeadlines {
     renewal: Renewal,
