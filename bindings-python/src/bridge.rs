@@ -74,7 +74,7 @@ pub enum Cancel {
 
 /// What the wakers share with the driver: the queue of woken tasks and the
 /// socket that wakes the loop.
-struct Shared {
+struct WakeQueue {
     woken: Mutex<Woken>,
     writer: UnixStream,
 }
@@ -88,7 +88,7 @@ struct Woken {
     signalled: bool,
 }
 
-impl Shared {
+impl WakeQueue {
     fn woken(&self) -> std::sync::MutexGuard<'_, Woken> {
         self.woken.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -108,7 +108,7 @@ impl Shared {
 
 struct TaskWaker {
     id: u64,
-    shared: Arc<Shared>,
+    shared: Arc<WakeQueue>,
 }
 
 impl Wake for TaskWaker {
@@ -124,7 +124,7 @@ impl Wake for TaskWaker {
 /// The core futures one event loop waits for, polled on its thread.
 #[pyclass(module = "leasehold._native", name = "LoopDriver", frozen)]
 pub struct LoopDriver {
-    shared: Arc<Shared>,
+    shared: Arc<WakeQueue>,
     /// The process's runtime, in whose context the futures are polled.
     runtime: Handle,
     reader: UnixStream,
@@ -158,7 +158,7 @@ impl LoopDriver {
         reader.set_nonblocking(true)?;
         writer.set_nonblocking(true)?;
         Ok(LoopDriver {
-            shared: Arc::new(Shared {
+            shared: Arc::new(WakeQueue {
                 woken: Mutex::new(Woken::default()),
                 writer,
             }),
