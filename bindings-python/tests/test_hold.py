@@ -499,3 +499,32 @@ def ctrl_c_leaves_the_line() -> None:
     else:
         pytest.fail("the key stayed held: the interrupted hold kept its place")
     store.close_blocking()
+
+
+async def test_LOCK_18_a_try_hold_given_up_releases_its_late_grant(frozen_server: Server) -> None:
+    """LOCK-18: a try_hold whose awaiting task gives up while the store
+    cannot answer (frozen) ends at once, and the grant the store makes once
+    it runs again is released, not left to run out: the key is free again
+    well within its 10 s ttl."""
+    store = await leasehold.connect(frozen_server.url)
+    lock = store.lock("late-grant", ttl=10)
+
+    async def attempt() -> None:
+        async with lock.try_hold("k"):
+            pass
+
+    frozen_server.freeze()
+    task = asyncio.create_task(attempt())
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 2)
+    frozen_server.thaw()
+    deadline = time.monotonic() + 3
+    while True:
+        async with lock.try_hold("k") as lease:
+            if lease is not None:
+                break
+        assert time.monotonic() < deadline, "the late grant still holds the key"
+        await asyncio.sleep(0.05)
+    await store.close()
