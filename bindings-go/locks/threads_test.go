@@ -98,7 +98,8 @@ func TestLock01TenThousandWaitersHoldNoThreads(t *testing.T) {
 
 // LOCK-17, LOCK-18: TryHold waits for no line, but it does wait for the
 // store's answer; while a server store cannot answer (stopped), ctx ending
-// fails it ErrCancelled with the ctx's error, and nothing runs.
+// fails it ErrCancelled with the ctx's error, nothing runs, and the grant
+// the store makes later is released.
 func TestLock18TryHoldEndsWithItsCtx(t *testing.T) {
 	url, server := startServerProcess(t)
 	store, err := Connect(context.Background(), url)
@@ -122,5 +123,20 @@ func TestLock18TryHoldEndsWithItsCtx(t *testing.T) {
 	}
 	if waited := time.Since(began); waited > 3*time.Second {
 		t.Fatalf("TryHold took %v to end after its ctx's 200ms", waited)
+	}
+	// The grant the store makes once it runs again is released, not left
+	// to run out: the key is free again well within its 5 s ttl.
+	_ = server.Signal(syscall.SIGCONT)
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		held, err := lock.TryHold(context.Background(), "k", func(context.Context, *Lease) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the late grant still holds the key")
+		}
 	}
 }
