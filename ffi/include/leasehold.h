@@ -408,7 +408,9 @@ lh_error *lh_holding_wait_lost(lh_holding holding, lh_cancel cancel, bool *lost)
 
 // Ends the hold: releases the lease (the next in line is granted at once,
 // LOCK-11) and frees the handle. Fails `LH_LOST` if the lease was lost at
-// any point while held (LOCK-10). Ending twice fails `LH_CLOSED`.
+// any point while held (LOCK-10). Ending twice fails `LH_CLOSED`. It takes
+// no cancel token: its release is bounded by the holder's deadline
+// (LOCK-21), and an end given up would leave the key held until its ttl.
 lh_error *lh_holding_end(lh_holding holding);
 
 // `lh_holding_end` without blocking: its outcome (no handle) comes as
@@ -790,6 +792,7 @@ lh_error *lh_slot_holding_wait_lost(lh_slot_holding holding, lh_cancel cancel, b
 // found it another's. A release that fails otherwise (the store cannot be
 // reached) does not fail the end: the slot runs out at the store, and its
 // next holder starts above its ceiling. Ending twice fails `LH_CLOSED`.
+// It takes no cancel token, as `lh_holding_end` takes none.
 lh_error *lh_slot_holding_end(lh_slot_holding holding);
 
 // `lh_slot_holding_end` without blocking: its outcome (no handle) comes as

@@ -104,7 +104,9 @@ pub unsafe extern "C" fn lh_holding_wait_lost(
 
 /// Ends the hold: releases the lease (the next in line is granted at once,
 /// LOCK-11) and frees the handle. Fails `LH_LOST` if the lease was lost at
-/// any point while held (LOCK-10). Ending twice fails `LH_CLOSED`.
+/// any point while held (LOCK-10). Ending twice fails `LH_CLOSED`. It takes
+/// no cancel token: its release is bounded by the holder's deadline
+/// (LOCK-21), and an end given up would leave the key held until its ttl.
 #[no_mangle]
 pub extern "C" fn lh_holding_end(holding: lh_holding) -> *mut lh_error {
     run(|| HeldLease::end_of(holding.id))

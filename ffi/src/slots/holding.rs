@@ -262,6 +262,7 @@ pub unsafe extern "C" fn lh_slot_holding_wait_lost(
 /// found it another's. A release that fails otherwise (the store cannot be
 /// reached) does not fail the end: the slot runs out at the store, and its
 /// next holder starts above its ceiling. Ending twice fails `LH_CLOSED`.
+/// It takes no cancel token, as `lh_holding_end` takes none.
 #[no_mangle]
 pub extern "C" fn lh_slot_holding_end(holding: lh_slot_holding) -> *mut lh_error {
     run(|| HeldSlotHolding::end_of(holding.id))
