@@ -24,9 +24,9 @@ use leasehold::remote::Target;
 use leasehold::{duration, names};
 use leasehold_ffi::{
     lh_cancel, lh_code, lh_duration_parse, lh_error, lh_error_code, lh_error_free, lh_holding,
-    lh_holding_end, lh_lock, lh_lock_free, lh_lock_open, lh_lock_options, lh_lock_try_begin,
-    lh_manual, lh_manual_free, lh_manual_release, lh_store, lh_store_connect, lh_store_memory,
-    lh_store_try_acquire,
+    lh_holding_end, lh_lock, lh_lock_begin_async, lh_lock_free, lh_lock_open, lh_lock_options,
+    lh_lock_try_begin, lh_manual, lh_manual_free, lh_manual_release, lh_outcome, lh_store,
+    lh_store_connect, lh_store_memory, lh_store_try_acquire,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -207,7 +207,54 @@ fn check_lock(name: &[u8], key: &[u8], options: &lh_lock_options) {
             "lh_lock_try_begin refused the key {key:?}"
         );
     }
+    check_begin_async(lock, key);
     assert_eq!(code(lh_lock_free(lock)), lh_code::LH_OK);
+}
+
+/// `lh_lock_begin_async` of the same key, the key free: done in the call
+/// (no callback), as the blocking form judged the key.
+fn check_begin_async(lock: lh_lock, key: &[u8]) {
+    unsafe extern "C" fn never(_: u64, _: lh_outcome) {
+        panic!("a free key or bad input went on to the callback");
+    }
+    let mut now = lh_outcome {
+        error: std::ptr::null_mut(),
+        handle: 0,
+        held: false,
+        fence: 0,
+    };
+    // SAFETY: `key` is readable for its length; `now` valid for a write;
+    // `never` takes these arguments (and must not be called).
+    let went_on = unsafe {
+        lh_lock_begin_async(
+            lock,
+            key.as_ptr(),
+            key.len(),
+            std::ptr::null(),
+            lh_cancel::default(),
+            Some(never),
+            0,
+            &mut now,
+        )
+    };
+    assert!(!went_on, "the call on a free key went on");
+    let c = code(now.error);
+    if c == lh_code::LH_OK {
+        assert!(valid_name(key), "lh_lock_begin_async took the key {key:?}");
+        assert!(
+            now.held && now.handle != 0 && now.fence > 0,
+            "outcome {now:?}"
+        );
+        assert_eq!(
+            code(lh_holding_end(lh_holding { id: now.handle })),
+            lh_code::LH_OK
+        );
+    } else {
+        assert!(
+            !valid_name(key),
+            "lh_lock_begin_async refused the key {key:?}"
+        );
+    }
 }
 
 /// `lh_store_try_acquire` of a manual lease by name with a ttl.
