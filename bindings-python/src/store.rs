@@ -12,7 +12,6 @@ use crate::manual::PyManualLease;
 use crate::runtime;
 use crate::slots::PySlots;
 
-
 /// The message of a manual try given up by its awaiting task.
 const GAVE_UP: &str = "the awaiting task gave up on the manual lease";
 /// A store of leases. The package's `Store` wraps it.
@@ -145,12 +144,17 @@ impl PyStore {
                 let _ = lease.release().await;
             }
         };
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Token(token), async move {
-            let on = runtime.clone().unwrap_or_else(runtime::handle);
-            give_up::unless_given_up(Some(given_up), &on, GAVE_UP, attempt, release)
-                .await
-                .map(|l| l.map(|l| PyManualLease::new(l, runtime)))
-        })
+        bridge::awaitable(
+            py,
+            self.runtime.as_ref(),
+            Cancel::Token(token),
+            async move {
+                let on = runtime.clone().unwrap_or_else(runtime::handle);
+                give_up::unless_given_up(Some(given_up), &on, GAVE_UP, attempt, release)
+                    .await
+                    .map(|l| l.map(|l| PyManualLease::new(l, runtime)))
+            },
+        )
     }
 
     /// Waits for the manual lease `name` (MANUAL-02), at most `wait`:
