@@ -108,7 +108,10 @@ func (k *kept[I, H]) run(ctx context.Context, fn func(context.Context) error) (e
 	}()
 	if err := takeError(k.c.onLost(C.lh_lost_fn(C.leaseholdLost), C.uint64_t(handle))); err != nil {
 		fnErr = err
-	} else {
+	} else if fnCtx.Err() == nil {
+		// A hold lost between the grant and now (its deadline came while
+		// the process was frozen: the registration above called back at
+		// once) runs nothing, and its end fails ErrLost (LOCK-04).
 		fnErr = fn(fnCtx)
 	}
 	returned = true

@@ -66,6 +66,15 @@ class LossSignal {
   }
 
   /**
+   * A LostError if the held thing is lost now (its holder deadline counts
+   * even before its keeper ran), else null.
+   * @returns {Error | null}
+   */
+  lostNow() {
+    return this.#native.lost ? lostError(this.#what, this.#native.lossReason) : null
+  }
+
+  /**
    * Aborts the signal with `reason` (or will, when it is first read), unless it aborted already.
    * @param {unknown} reason
    */

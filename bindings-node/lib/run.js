@@ -101,7 +101,11 @@ async function run(holding, view, loss, fn, signal) {
   /** @type {{ ok: true, value: T } | { ok: false, error: unknown }} */
   let outcome
   try {
-    outcome = { ok: true, value: await fn(view) }
+    // A hold lost between its grant and now (its deadline came while the
+    // process was frozen, LOCK-04) runs nothing; its end rejects LOST.
+    const lostAlready = loss.lostNow()
+    outcome =
+      lostAlready === null ? { ok: true, value: await fn(view) } : { ok: false, error: lostAlready }
   } catch (error) {
     outcome = { ok: false, error }
   } finally {

@@ -156,6 +156,21 @@ async fn held(
 ) {
     let lease = holding.lease().clone();
     let fence = lease.fence();
+    if lease.lost() {
+        // As Lock::hold does: a lease lost between the grant and now (its
+        // deadline came while this process was frozen) starts no function.
+        let reason = match holding.end().await {
+            Ok(()) => "ok",
+            Err(e) => e.kind().code(),
+        };
+        recorder.record(
+            Event::new(Kind::Outcome)
+                .key(key)
+                .fence(fence)
+                .reason(reason),
+        );
+        return;
+    }
     recorder.record(Event::new(Kind::Start).key(key).fence(fence));
     let done = CancellationToken::new();
     let watcher = {

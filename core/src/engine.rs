@@ -271,7 +271,9 @@ impl Holding {
                 revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
                 group.confirmed(sent_at);
             }
-            state.held.set_deadline(own(sent_at, revoke_in));
+            state
+                .held
+                .set_deadline(own(sent_at, revoke_in), LossReason::Revoked);
             holding.group = Some(group.clone());
             group.join(state.clone(), own(sent_at, revoke_in));
             return Ok(holding);
@@ -292,11 +294,15 @@ impl Holding {
             }
         } else {
             revoke_in = None;
-            state.held.set_deadline(state.grant.revoke_at);
+            state
+                .held
+                .set_deadline(state.grant.revoke_at, LossReason::Revoked);
         }
         if let Some(r) = renewal {
             let deadlines = HolderDeadlines::new(r, sent_at, revoke_in);
-            state.held.set_deadline(Some(deadlines.holder()));
+            state
+                .held
+                .set_deadline(Some(deadlines.holder()), deadlines.reason());
             let done = CancellationToken::new();
             runtime.spawn(keep_lease(driver, state, done.clone(), deadlines, r.ttl));
             holding.done = Some(done);

@@ -308,12 +308,44 @@ mod tests {
         let old = lease(&clock, &group, 1);
         group.join(old.clone(), None);
         clock.jump(Duration::from_secs(8));
-        // No task ran since the jump: the group's own task has not lost it.
-        assert_eq!(old.held.reason(), None);
+        // No task ran since the jump, and nobody looked at the lease: were
+        // the confirmation to extend it, it would not be lost after it.
         group.confirmed(clock.now());
         assert_eq!(old.held.reason(), Some(LossReason::Expired));
         let new = lease(&clock, &group, 2);
         group.join(new.clone(), None);
         assert_eq!(new.held.remaining(), Some(Duration::from_secs(8)));
+    }
+
+    // LOCK-04: a holder deadline that came is a loss as soon as anyone
+    // looks, before any keeper ran (a process resumed from SIGSTOP): the
+    // lease says lost, and its loss signal has fired.
+    #[tokio::test]
+    async fn lock_04_a_deadline_that_came_is_a_loss_before_the_keeper_runs() {
+        let clock = VirtualClock::new();
+        let driver: Arc<dyn Driver> = Arc::new(MemoryDriver::new(
+            MemoryOptions::default()
+                .clock(clock.clone().into())
+                .renewal(true),
+            &Handle::current(),
+        ));
+        let renewal = Renewal {
+            ttl: Duration::from_secs(9),
+            margin: Duration::from_secs(1),
+        };
+        let group = Groups::default().get(renewal, &driver, &Handle::current());
+        group.confirmed(clock.now());
+        let held = lease(&clock, &group, 1);
+        group.join(held.clone(), None);
+        let signal = held.held.lost_signal();
+        clock.jump(Duration::from_millis(7_999));
+        assert_eq!(held.held.reason(), None);
+        assert_eq!(held.held.remaining(), Some(Duration::from_millis(1)));
+        clock.jump(Duration::from_millis(1));
+        assert_eq!(held.held.reason(), Some(LossReason::Expired));
+        assert_eq!(held.held.remaining(), Some(Duration::ZERO));
+        tokio::time::timeout(Duration::from_secs(1), signal)
+            .await
+            .expect("the loss signal fired");
     }
 }

@@ -22,8 +22,9 @@ use crate::loss::LossReason;
 #[derive(Debug)]
 pub(crate) struct HeldState {
     clock: Clock,
-    /// The holding's own deadline (its maxHold's, in a renewal group).
-    deadline: Mutex<Option<Instant>>,
+    /// The holding's own deadline (its maxHold's, in a renewal group), and
+    /// the reason of a loss at it.
+    deadline: Mutex<Option<(Instant, LossReason)>>,
     /// The deadline of the renewal group the holding is in.
     group: Option<Arc<GroupDeadline>>,
     /// Cancelled at the loss; made on first use, so that a holding nobody
@@ -33,10 +34,11 @@ pub(crate) struct HeldState {
 }
 
 impl HeldState {
-    /// A holding kept by `clock`, with its own `deadline` and its group's.
+    /// A holding kept by `clock`, with its own `deadline` (and the reason of
+    /// a loss at it) and its group's.
     pub(crate) fn new(
         clock: Clock,
-        deadline: Option<Instant>,
+        deadline: Option<(Instant, LossReason)>,
         group: Option<Arc<GroupDeadline>>,
     ) -> HeldState {
         HeldState {
@@ -90,23 +92,42 @@ impl HeldState {
         self.token().child_token()
     }
 
-    /// Why the holding was lost, once it was.
+    /// Why the holding was lost, once it was. A holder deadline that has
+    /// come is a loss even before its keeper ran (a keeper starved, or a
+    /// process just resumed from SIGSTOP): it is recorded here, so that no
+    /// one who asks acts as the holder past the deadline (LOCK-04).
     pub(crate) fn reason(&self) -> Option<LossReason> {
+        if let Some(reason) = self.reason.get() {
+            return Some(*reason);
+        }
+        let (at, why) = self.due()?;
+        if at > self.clock.now() {
+            return None;
+        }
+        self.mark_lost(why);
         self.reason.get().copied()
     }
 
-    /// Sets the holding's own deadline.
-    pub(crate) fn set_deadline(&self, at: Option<Instant>) {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at;
+    /// Sets the holding's own deadline and the reason of a loss at it.
+    pub(crate) fn set_deadline(&self, at: Option<Instant>, why: LossReason) {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at.map(|at| (at, why));
+    }
+
+    /// The holder's deadline, the earlier of its own and its group's (a
+    /// group's runs out as `Expired`), with the reason of a loss at it.
+    fn due(&self) -> Option<(Instant, LossReason)> {
+        let own = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+        let group = self.group.as_ref().and_then(|g| g.get());
+        match (own, group) {
+            (Some((a, why)), Some(b)) if a <= b => Some((a, why)),
+            (_, Some(b)) => Some((b, LossReason::Expired)),
+            (own, None) => own,
+        }
     }
 
     /// The holder's deadline: the earlier of its own and its group's.
     pub(crate) fn deadline(&self) -> Option<Instant> {
-        let own = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
-        match (own, self.group.as_ref().and_then(|g| g.get())) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.due().map(|(at, _)| at)
     }
 
     /// The time left before the deadline, zero once lost; `None` without a deadline.
@@ -190,7 +211,7 @@ impl HolderDeadlines {
     }
 
     /// Why a holding whose holder deadline came is lost.
-    fn reason(&self) -> LossReason {
+    pub(crate) fn reason(&self) -> LossReason {
         match self.by_max_hold {
             Some(m) if m <= self.by_ttl => LossReason::Revoked,
             _ => LossReason::Expired,
@@ -244,7 +265,7 @@ pub(crate) async fn keep<F, Fut>(
                     None => return held.mark_lost(deadlines.reason()),
                     Some(Ok(Renewed::Kept { revoke_in })) => {
                         deadlines.confirmed(sent, revoke_in);
-                        held.set_deadline(Some(deadlines.holder()));
+                        held.set_deadline(Some(deadlines.holder()), deadlines.reason());
                         next = deadlines.last_sent + ttl / 3;
                     }
                     Some(Ok(Renewed::Gone(reason))) => return held.mark_lost(reason),

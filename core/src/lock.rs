@@ -244,6 +244,9 @@ impl Lock {
         E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let holding = self.begin(key, options).await?;
+        if let Some(lost) = lost_before_start(&holding) {
+            return holding.finish(Err(E::from(lost))).await;
+        }
         let outcome = f(holding.lease().clone()).await;
         holding.finish(outcome).await
     }
@@ -259,6 +262,9 @@ impl Lock {
         let Some(holding) = self.try_begin(key).await? else {
             return Ok(None);
         };
+        if let Some(lost) = lost_before_start(&holding) {
+            return holding.finish(Err(E::from(lost))).await;
+        }
         let outcome = f(holding.lease().clone()).await;
         holding.finish(outcome).await.map(Some)
     }
@@ -294,6 +300,9 @@ impl Lock {
         E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let holding = self.block_on(self.begin(key, options))?;
+        if let Some(lost) = lost_before_start(&holding) {
+            return self.block_on(holding.finish(Err(E::from(lost))));
+        }
         let outcome = f(holding.lease());
         self.block_on(holding.finish(outcome))
     }
@@ -308,6 +317,9 @@ impl Lock {
         let Some(holding) = self.block_on(self.try_begin(key))? else {
             return Ok(None);
         };
+        if let Some(lost) = lost_before_start(&holding) {
+            return self.block_on(holding.finish(Err(E::from(lost))));
+        }
         let outcome = f(holding.lease());
         self.block_on(holding.finish(outcome)).map(Some)
     }
@@ -321,4 +333,16 @@ impl Lock {
         }
         self.store.inner().runtime.block_on(fut)
     }
+}
+
+/// Why the held function must not start: its lease was lost between the
+/// grant and now (its holder deadline came while the process was frozen, or
+/// before its keeper ran; LOCK-04). Then nothing runs and the hold fails `Lost`.
+fn lost_before_start(holding: &Holding) -> Option<Error> {
+    holding.lease().lost().then(|| {
+        Error::new(
+            ErrorKind::Lost,
+            "the lease was lost before the held function could start",
+        )
+    })
 }

@@ -137,6 +137,22 @@ class _Held(Watched[_native.Holding]):
         except LeaseLost as lost:
             raise lost from exc
 
+    async def _refuse_if_lost(self, holding: _native.Holding) -> None:
+        """A hold lost between its grant and now (its deadline came while
+        the process was frozen, LOCK-04) runs no block: it ends, and
+        ``LeaseLost`` is raised from the entry."""
+        if holding.lease.lost:
+            self._holding = None
+            await holding.end()
+            raise LeaseLost("the lease was lost before the block could start")
+
+    def _refuse_if_lost_blocking(self, holding: _native.Holding) -> None:
+        """:meth:`_refuse_if_lost` for the blocking forms."""
+        if holding.lease.lost:
+            self._holding = None
+            holding.end_blocking()
+            raise LeaseLost("the lease was lost before the block could start")
+
     def _enter_blocking(self) -> None:
         if self._entered:
             raise InvalidArgument(f"a {self._FORM} is entered once; call it again")
@@ -164,14 +180,17 @@ class Hold(_Held):
     async def __aenter__(self) -> _native.Lease:
         self._enter()
         holding = await self._lock.begin(self._key, self._wait)
+        await self._refuse_if_lost(holding)
         self._holding = holding
         holding.watch_loss(self._on_lost)
         return holding.lease
 
     def __enter__(self) -> _native.Lease:
         self._enter_blocking()
-        self._holding = self._lock.begin_blocking(self._key, self._wait)
-        return self._holding.lease
+        holding = self._lock.begin_blocking(self._key, self._wait)
+        self._refuse_if_lost_blocking(holding)
+        self._holding = holding
+        return holding.lease
 
 
 class TryHold(_Held):
@@ -192,11 +211,15 @@ class TryHold(_Held):
         holding = await self._lock.try_begin(self._key)
         if holding is None:
             return None
+        await self._refuse_if_lost(holding)
         self._holding = holding
         holding.watch_loss(self._on_lost)
         return holding.lease
 
     def __enter__(self) -> _native.Lease | None:
         self._enter_blocking()
-        self._holding = self._lock.try_begin_blocking(self._key)
-        return None if self._holding is None else self._holding.lease
+        holding = self._lock.try_begin_blocking(self._key)
+        if holding is not None:
+            self._refuse_if_lost_blocking(holding)
+        self._holding = holding
+        return None if holding is None else holding.lease

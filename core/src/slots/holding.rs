@@ -150,7 +150,7 @@ impl SlotHolding {
         let shared = Arc::new(HeldSlotCell {
             lease: Mutex::new(lease),
             issued: AtomicU64::new(0),
-            held: HeldState::new(clock, Some(deadline), None),
+            held: HeldState::new(clock, Some((deadline, LossReason::Expired)), None),
         });
         let done = CancellationToken::new();
         let (close_id, closed) = slots.store().inner().watch_close();
