@@ -390,8 +390,8 @@ impl Run {
             "kill_holder",
         ]
         .into_iter()
-        .find(|k| ending(k) == Some(kind.as_str()))
-        .and_then(|k| open.remove(&(k.to_owned(), target)));
+        .filter(|k| ending(k) == Some(kind.as_str()))
+        .find_map(|k| open.remove(&(k.to_owned(), target)));
         if let Some(from) = started {
             self.disturbances.push(Disturbance { from, to: e.ns });
             if kind == "thaw" {

@@ -242,6 +242,23 @@ fn a_starved_waiter_fails() {
     only(&h.check(), Rule::Starved);
 }
 
+// A waiter kept waiting while an etcd leader is down is not judged: the
+// kill lasts until its member restarts (a restart ends a kill_leader as it
+// ends a kill_member; a later kill of the same member does not erase it).
+#[test]
+fn a_waiter_kept_waiting_by_a_killed_leader_is_not_judged() {
+    let mut h = H::default();
+    h.hold(1, 1, 10, 0, 1, 1000)
+        .hold(2, 2, 11, 500, 4500, 5000)
+        .fault(1200, "kill_leader", 0)
+        .fault(8000, "restart_member", 0)
+        .fault(9000, "kill_leader", 0)
+        .fault(9100, "restart_member", 0)
+        .hold(3, 3, 12, 9500, 9501, 10_000);
+    let report = h.check();
+    assert!(report.violations.is_empty(), "{report}");
+}
+
 // LOCK-01: first come, first served.
 #[test]
 fn a_line_out_of_order_fails() {
