@@ -288,10 +288,9 @@ mod tests {
         LeaseState::new(KeyName::new("l", format!("k{id}")), grant, held)
     }
 
-    // LOCK-04: a confirmation of the group never moves the deadline of a
-    // lease past which it already was: that lease is lost, not extended.
-    #[tokio::test]
-    async fn lock_04_a_confirmation_does_not_extend_a_lease_past_its_deadline() {
+    /// A group of ttl 9 s and margin 1 s on an embedded store in renewal
+    /// mode, on a virtual clock.
+    fn group_on_virtual_clock() -> (VirtualClock, Arc<Group>) {
         let clock = VirtualClock::new();
         let driver: Arc<dyn Driver> = Arc::new(MemoryDriver::new(
             MemoryOptions::default()
@@ -304,6 +303,14 @@ mod tests {
             margin: Duration::from_secs(1),
         };
         let group = Groups::default().get(renewal, &driver, &Handle::current());
+        (clock, group)
+    }
+
+    // LOCK-04: a confirmation of the group never moves the deadline of a
+    // lease past which it already was: that lease is lost, not extended.
+    #[tokio::test]
+    async fn lock_04_a_confirmation_does_not_extend_a_lease_past_its_deadline() {
+        let (clock, group) = group_on_virtual_clock();
         group.confirmed(clock.now());
         let old = lease(&clock, &group, 1);
         group.join(old.clone(), None);
@@ -322,18 +329,7 @@ mod tests {
     // lease says lost, and its loss signal has fired.
     #[tokio::test]
     async fn lock_04_a_deadline_that_came_is_a_loss_before_the_keeper_runs() {
-        let clock = VirtualClock::new();
-        let driver: Arc<dyn Driver> = Arc::new(MemoryDriver::new(
-            MemoryOptions::default()
-                .clock(clock.clone().into())
-                .renewal(true),
-            &Handle::current(),
-        ));
-        let renewal = Renewal {
-            ttl: Duration::from_secs(9),
-            margin: Duration::from_secs(1),
-        };
-        let group = Groups::default().get(renewal, &driver, &Handle::current());
+        let (clock, group) = group_on_virtual_clock();
         group.confirmed(clock.now());
         let held = lease(&clock, &group, 1);
         group.join(held.clone(), None);
