@@ -77,8 +77,8 @@ impl NativeSlotHolding {
     #[napi(catch_unwind)]
     pub fn issued(&self, ms: BigInt) -> Result<(), Thrown> {
         self.held()
-            .issued(millis_arg("issued", ms).map_err(thrown)?);
-        Ok(())
+            .issued(millis_arg("issued", ms).map_err(thrown)?)
+            .map_err(thrown)
     }
 
     /// The largest timestamp recorded as issued (ms; 0: none).

@@ -59,8 +59,8 @@ impl PyHeldSlot {
     /// largest one recorded to the slot's next holder (SLOT-05).
     fn issued(&self, ms: &Bound<'_, PyAny>) -> PyResult<()> {
         self.held
-            .issued(convert::unsigned::<u64>(ms, "issued timestamp")?);
-        Ok(())
+            .issued(convert::unsigned::<u64>(ms, "issued timestamp")?)
+            .map_err(|e| crate::errors::to_py(ms.py(), e))
     }
 
     /// The largest timestamp recorded by `issued` (0: none).

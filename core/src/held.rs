@@ -4,7 +4,7 @@
 //! holding every ttl/3 until its deadline (LOCK-06).
 
 use std::future::Future;
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -25,6 +25,9 @@ pub(crate) struct HeldState {
     /// The holding's own deadline (its maxHold's, in a renewal group), and
     /// the reason of a loss at it.
     deadline: Mutex<Option<(Instant, LossReason)>>,
+    /// The holding's own deadline in nanoseconds since the clock's origin
+    /// (`u64::MAX`: none), for [`HeldState::lost_at`] to read without the lock.
+    deadline_nanos: AtomicU64,
     /// The deadline of the renewal group the holding is in.
     group: Option<Arc<GroupDeadline>>,
     /// Cancelled at the loss; made on first use, so that a holding nobody
@@ -43,6 +46,7 @@ impl HeldState {
     ) -> HeldState {
         HeldState {
             clock,
+            deadline_nanos: AtomicU64::new(nanos_of(deadline.map(|(at, _)| at))),
             deadline: Mutex::new(deadline),
             group,
             lost: OnceLock::new(),
@@ -110,7 +114,23 @@ impl HeldState {
 
     /// Sets the holding's own deadline and the reason of a loss at it.
     pub(crate) fn set_deadline(&self, at: Option<Instant>, why: LossReason) {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = at.map(|at| (at, why));
+        let mut deadline = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+        *deadline = at.map(|at| (at, why));
+        self.deadline_nanos.store(nanos_of(at), Ordering::Release);
+    }
+
+    /// Whether the holding is lost at `now`, as [`HeldState::reason`] says,
+    /// without taking a lock while its own deadline is ahead: the check an
+    /// ID generator makes on every ID it issues.
+    pub(crate) fn lost_at(&self, now: Instant) -> bool {
+        if self.reason.get().is_some() {
+            return true;
+        }
+        let own = self.deadline_nanos.load(Ordering::Acquire);
+        if nanos_of(Some(now)) < own && self.group.is_none() {
+            return false;
+        }
+        self.reason().is_some()
     }
 
     /// The holder's deadline, the earlier of its own and its group's (a
@@ -137,6 +157,13 @@ impl HeldState {
         }
         Some(self.deadline()?.saturating_since(self.clock.now()))
     }
+}
+
+/// `at` in nanoseconds since the clock's origin; `u64::MAX` for none.
+fn nanos_of(at: Option<Instant>) -> u64 {
+    at.map_or(u64::MAX, |at| {
+        u64::try_from(at.since_origin().as_nanos()).unwrap_or(u64::MAX)
+    })
 }
 
 /// What the held work sees of anything held, a key's [`Lease`](crate::Lease)

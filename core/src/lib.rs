@@ -31,6 +31,7 @@ pub mod fence;
 pub mod give_up;
 mod group;
 mod held;
+pub mod idgen;
 mod ids;
 mod lease;
 mod lock;

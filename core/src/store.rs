@@ -12,6 +12,7 @@ use crate::duration;
 use crate::engine::{self, HoldOptions};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Groups;
+use crate::idgen::IdsBuilder;
 use crate::ids::RequestId;
 use crate::lock::LockBuilder;
 use crate::loss::LossReason;
@@ -199,6 +200,12 @@ impl Store {
     /// The slot namespace `name`; set its options, then [`SlotsBuilder::open`] it.
     pub fn slots(&self, name: &str) -> SlotsBuilder {
         SlotsBuilder::new(self.clone(), name)
+    }
+
+    /// An ID generator on the slot namespace `name` (IDGEN); set its
+    /// options, then [`IdsBuilder::open`] it to lease a slot.
+    pub fn ids(&self, name: &str) -> IdsBuilder {
+        IdsBuilder::new(self.clone(), name)
     }
 
     /// A lock named `name`; set its options, then [`LockBuilder::open`] it.

@@ -141,9 +141,15 @@ async fn slot_04_slot_05_a_held_slot_is_renewed_and_hands_on_its_issued() {
     assert!(!held.lost(), "{:?}", held.loss_reason());
     assert_eq!(held.fence(), first.fence());
     assert!(held.lease().expires_at() >= first.expires_at() + 25_000);
-    held.issued(first.floor() + 7);
-    held.issued(first.floor() + 3);
+    held.issued(first.floor() + 7).unwrap();
+    held.issued(first.floor() + 3).unwrap();
     holding.end().await.unwrap();
+    let after = held.issued(first.floor() + 9).unwrap_err();
+    assert_eq!(
+        after.kind(),
+        ErrorKind::Lost,
+        "recorded after the release: {after}"
+    );
     let next = ids
         .acquire(&Owner::new("other").unwrap(), Some(first.slot()))
         .await

@@ -604,6 +604,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 tolerance_ms,
                 offset,
                 preferred,
+                layout,
             } => {
                 let request = SlotRequest {
                     namespace,
@@ -612,6 +613,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                         limit,
                         tolerance: Duration::from_millis(tolerance_ms),
                         offset,
+                        layout,
                     },
                     ttl: Duration::from_millis(ttl_ms),
                     preferred,

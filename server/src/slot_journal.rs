@@ -1,8 +1,8 @@
 //! The server's slot journal: what slot leases need to survive a restart,
 //! kept in the data directory (SLOT-02, SLOT-06).
 //!
-//! `DIR/slots.json` holds every namespace's limit, tolerance and offset, and
-//! a ceiling at or above every ceiling the server gave. A restarted server
+//! `DIR/slots.json` holds every namespace's limit, tolerance, offset and ID
+//! layout, and a ceiling at or above every ceiling the server gave. A restarted server
 //! starts every slot's floor at that ceiling, so the holders of its last
 //! run, which may issue up to their ceilings, never overlap the new ones.
 //! The ceiling is written ahead by [`HEADROOM`], so that renewals do not
@@ -15,6 +15,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use leasehold::idgen::IdLayout;
 use leasehold::slots::{NamespaceSpec, Recovered, SlotJournal};
 use leasehold::{Error, ErrorKind};
 use serde::{Deserialize, Serialize};
@@ -33,6 +34,9 @@ struct FileSpec {
     /// Absent in a journal written before offsets existed: 0 (SLOT-02).
     #[serde(default)]
     offset: u32,
+    /// Absent in a journal written before ID layouts existed: the default.
+    #[serde(default)]
+    layout: IdLayout,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +83,7 @@ impl FileSlotJournal {
                             limit: s.limit,
                             tolerance: Duration::from_millis(s.tolerance_ms),
                             offset: s.offset,
+                            layout: s.layout,
                         },
                     )
                 })
@@ -123,6 +128,7 @@ impl SlotJournal for FileSlotJournal {
                 limit: spec.limit,
                 tolerance_ms: u64::try_from(spec.tolerance.as_millis()).unwrap_or(u64::MAX),
                 offset: spec.offset,
+                layout: spec.layout,
             },
         );
         self.write(&next)?;
@@ -152,6 +158,7 @@ mod tests {
         limit: 16,
         tolerance: Duration::from_millis(1500),
         offset: 4,
+        layout: IdLayout::js_safe(),
     };
 
     // SLOT-02, SLOT-06: namespaces and the ceiling survive a reopening; the
@@ -173,9 +180,10 @@ mod tests {
         assert!(!tmp.path().join(SLOTS_TMP).exists());
     }
 
-    // SLOT-02: a journal written before offsets existed reads as offset 0.
+    // SLOT-02: a journal written before offsets and layouts existed reads as
+    // offset 0 and the default layout.
     #[test]
-    fn slot_02_journal_without_offset_reads_as_zero() {
+    fn slot_02_journal_without_offset_or_layout_reads_as_defaults() {
         let tmp = tempfile::tempdir().unwrap();
         fs::write(
             tmp.path().join(SLOTS_FILE),
@@ -184,6 +192,7 @@ mod tests {
         .unwrap();
         let (_, recovered) = FileSlotJournal::open(tmp.path()).unwrap();
         assert_eq!(recovered.namespaces[0].1.offset, 0);
+        assert_eq!(recovered.namespaces[0].1.layout, IdLayout::DEFAULT);
         assert_eq!(recovered.base_floor, 5);
     }
 

@@ -73,6 +73,7 @@ fn every_request() -> Vec<ClientFrame> {
             tolerance_ms: 2_000,
             offset: 0,
             preferred: Some(3),
+            layout: leasehold::idgen::IdLayout::js_safe(),
         },
         Request::SlotRenew {
             lease: slot_lease(),

@@ -13,12 +13,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind};
+use crate::idgen::IdLayout;
 use crate::loss::LossReason;
 use crate::slots::{Owner, SlotLease, SlotRequest};
 use crate::table::{GiveUp, Grant};
 
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 
 /// The largest frame either side accepts unless configured otherwise.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
@@ -121,6 +122,8 @@ pub enum Request {
         offset: u32,
         /// The slot to try after one the owner holds.
         preferred: Option<u32>,
+        /// The bit layout of the namespace's IDs.
+        layout: IdLayout,
     },
     /// Renew a slot lease (SLOT-04).
     SlotRenew {
@@ -208,6 +211,7 @@ impl SlotRequest {
             tolerance_ms: millis(self.spec.tolerance),
             offset: self.spec.offset,
             preferred: self.preferred,
+            layout: self.spec.layout,
         }
     }
 }

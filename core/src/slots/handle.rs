@@ -8,6 +8,7 @@ use super::holding::{HeldSlot, SlotHolding};
 use super::{AcquireResult, NamespaceSpec, Owner, SlotLease, SlotRequest};
 use crate::duration;
 use crate::error::{Error, ErrorKind, Result};
+use crate::idgen::IdLayout;
 use crate::names;
 use crate::store::Store;
 
@@ -52,6 +53,7 @@ impl SlotsBuilder {
                 limit: DEFAULT_LIMIT,
                 tolerance: DEFAULT_TOLERANCE,
                 offset: 0,
+                layout: IdLayout::default(),
             },
             ttl: duration::DEFAULT_TTL,
             margin: None,
@@ -62,6 +64,13 @@ impl SlotsBuilder {
     /// The slots are `[0, limit)` (default 1024).
     pub fn limit(mut self, limit: u32) -> SlotsBuilder {
         self.spec.limit = limit;
+        self
+    }
+
+    /// The bit layout of the namespace's IDs (default 41/10/12 ms), fixed by
+    /// its first use like the limit.
+    pub fn layout(mut self, layout: IdLayout) -> SlotsBuilder {
+        self.spec.layout = layout;
         self
     }
 
@@ -222,7 +231,7 @@ impl Slots {
     /// let slots = store.slots("order-ids").open()?;
     /// let node = slots
     ///     .hold_async(&Owner::new("orders")?, None, |held| async move {
-    ///         held.issued(held.floor() + 1);
+    ///         held.issued(held.floor() + 1)?;
     ///         Ok::<_, leasehold::Error>(held.node())
     ///     })
     ///     .await?;

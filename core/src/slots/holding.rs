@@ -15,23 +15,112 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use super::{SlotLease, Slots};
 use crate::clock::Instant;
 use crate::engine::{combine, Renewal};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::held::{keep, Held, HeldState, HeldView, HolderDeadlines, Renewed};
 use crate::loss::LossReason;
 
+/// Set in [`HeldSlotCell::issued`] once the holding ended: nothing more is
+/// recorded, so nothing is issued after the release read the largest.
+const ENDED: u64 = 1 << 63;
+
 /// What a held slot's views and its keeper share: the lease as last
-/// renewed, the largest timestamp issued, and the held state.
+/// renewed, its ceiling and the store's clock as its answers showed them,
+/// the largest timestamp issued, and the held state.
 #[derive(Debug)]
-struct HeldSlotCell {
+pub(crate) struct HeldSlotCell {
     lease: Mutex<SlotLease>,
+    /// The largest ceiling the store answered, readable without the lock.
+    ceiling: AtomicU64,
+    /// How far the store's clock (ms since the Unix epoch) is ahead of the
+    /// local clock's origin: at least, by the answers so far.
+    store_ahead_ms: AtomicU64,
+    /// The largest timestamp recorded, with [`ENDED`] once the holding ended.
     issued: AtomicU64,
-    held: HeldState,
+    pub(crate) held: HeldState,
 }
 
 impl HeldSlotCell {
+    /// The cell of `lease`, answered at `received` on the clock `held` keeps.
+    pub(crate) fn new(
+        lease: SlotLease,
+        ttl: Duration,
+        received: Instant,
+        held: HeldState,
+    ) -> HeldSlotCell {
+        let cell = HeldSlotCell {
+            ceiling: AtomicU64::new(lease.ceiling),
+            store_ahead_ms: AtomicU64::new(0),
+            lease: Mutex::new(lease.clone()),
+            issued: AtomicU64::new(0),
+            held,
+        };
+        cell.observe_clock(&lease, ttl, received);
+        cell
+    }
+
     fn lease(&self) -> MutexGuard<'_, SlotLease> {
         self.lease.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Takes a renewal's answer, read at `received`.
+    pub(crate) fn renewed(&self, lease: SlotLease, ttl: Duration, received: Instant) {
+        self.ceiling.fetch_max(lease.ceiling, Ordering::AcqRel);
+        self.observe_clock(&lease, ttl, received);
+        *self.lease() = lease;
+    }
+
+    /// The store stamped `lease` (expiry = its now + ttl, SLOT-04) before
+    /// `received`: its clock is at least that far ahead of ours.
+    fn observe_clock(&self, lease: &SlotLease, ttl: Duration, received: Instant) {
+        let stamped = lease.expires_at.saturating_sub(millis(ttl));
+        let ahead = stamped.saturating_sub(millis(received.since_origin()));
+        self.store_ahead_ms.fetch_max(ahead, Ordering::AcqRel);
+    }
+
+    /// The store's time at `now` on the local clock, in ms since the Unix
+    /// epoch: never ahead of the store's own clock, by the answers so far.
+    pub(crate) fn store_ms(&self, now: Instant) -> u64 {
+        self.store_ahead_ms
+            .load(Ordering::Acquire)
+            .saturating_add(millis(now.since_origin()))
+    }
+
+    /// The largest ceiling the store answered.
+    pub(crate) fn ceiling(&self) -> u64 {
+        self.ceiling.load(Ordering::Acquire)
+    }
+
+    /// Records that a timestamp up to `ms` was issued; `false` once the
+    /// holding ended.
+    fn record(&self, ms: u64) -> bool {
+        let ms = ms & !ENDED;
+        let mut cur = self.issued.load(Ordering::Acquire);
+        loop {
+            if cur & ENDED != 0 {
+                return false;
+            }
+            if cur >= ms {
+                return true;
+            }
+            match self
+                .issued
+                .compare_exchange_weak(cur, ms, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Marks the holding ended and says the largest timestamp recorded
+    /// before: nothing is recorded after it.
+    fn seal(&self) -> u64 {
+        self.issued.fetch_or(ENDED, Ordering::AcqRel) & !ENDED
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A held slot, as the work running under it sees it. Cloning shares it.
@@ -68,18 +157,36 @@ impl HeldSlot {
 
     /// Issue no timestamp past this one; renewals move it on.
     pub fn ceiling(&self) -> u64 {
-        self.shared.lease().ceiling()
+        self.shared.ceiling()
     }
 
-    /// Records that a timestamp up to `ms` was issued: the release hands
-    /// the largest one recorded to the slot's next holder (SLOT-05).
-    pub fn issued(&self, ms: u64) {
-        self.shared.issued.fetch_max(ms, Ordering::AcqRel);
+    /// Records that a timestamp up to `ms` is about to be issued: the
+    /// release hands the largest one recorded to the slot's next holder
+    /// (SLOT-05). Record first, then issue: once the holding ended or the
+    /// slot was lost, nothing is recorded and this fails `Lost`, so a view
+    /// kept past the release cannot issue behind the release's back.
+    pub fn issued(&self, ms: u64) -> Result<()> {
+        if let Some(reason) = self.loss_reason() {
+            return Err(Error::lost(reason));
+        }
+        if self.shared.record(ms) {
+            Ok(())
+        } else {
+            Err(Error::new(
+                ErrorKind::Lost,
+                "the slot holding ended: nothing issued after its release is recorded",
+            ))
+        }
     }
 
     /// The largest timestamp recorded by [`HeldSlot::issued`] (0: none).
     pub fn last_issued(&self) -> u64 {
-        self.shared.issued.load(Ordering::Acquire)
+        self.shared.issued.load(Ordering::Acquire) & !ENDED
+    }
+
+    /// What the views and the keeper share, for an ID generator to issue by.
+    pub(crate) fn cell(&self) -> &Arc<HeldSlotCell> {
+        &self.shared
     }
 
     /// Whether the slot was lost. Once true, it stays true.
@@ -147,11 +254,9 @@ impl SlotHolding {
     pub(super) fn start(slots: Slots, lease: SlotLease, sent_at: Instant) -> SlotHolding {
         let clock = slots.store().driver().clock().clone();
         let deadline = sent_at + slots.ttl() - slots.margin();
-        let shared = Arc::new(HeldSlotCell {
-            lease: Mutex::new(lease),
-            issued: AtomicU64::new(0),
-            held: HeldState::new(clock, Some((deadline, LossReason::Expired)), None),
-        });
+        let received = clock.now();
+        let held = HeldState::new(clock, Some((deadline, LossReason::Expired)), None);
+        let shared = Arc::new(HeldSlotCell::new(lease, slots.ttl(), received, held));
         let done = CancellationToken::new();
         let (close_id, closed) = slots.store().inner().watch_close();
         let record = shared.clone();
@@ -191,8 +296,9 @@ impl SlotHolding {
             let _ = keeper.await;
         }
         self.slots.store().inner().forget_close(self.close_id);
+        let last_issued = self.held.shared.seal();
         let lease = self.held.lease();
-        if let Ok(false) = self.slots.release(&lease, self.held.last_issued()).await {
+        if let Ok(false) = self.slots.release(&lease, last_issued).await {
             self.held.shared.held.mark_lost(LossReason::Unknown);
         }
         match self.held.loss_reason() {
@@ -230,8 +336,8 @@ impl Drop for SlotHolding {
             self.done.cancel();
             self.slots.store().inner().forget_close(self.close_id);
             let slots = self.slots.clone();
+            let issued = self.held.shared.seal();
             let lease = self.held.lease();
-            let issued = self.held.last_issued();
             self.slots.store().inner().runtime.spawn(async move {
                 let _ = slots.release(&lease, issued).await;
             });
@@ -259,7 +365,7 @@ async fn keep_slot(
             let lease = shared.lease().clone();
             Ok(match slots.renew(&lease).await? {
                 Some(renewed) => {
-                    *shared.lease() = renewed;
+                    shared.renewed(renewed, slots.ttl(), slots.store().driver().clock().now());
                     Renewed::Kept { revoke_in: None }
                 }
                 None => Renewed::Gone(LossReason::Unknown),

@@ -34,9 +34,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::idgen::IdLayout;
 use crate::names;
 
 pub use handle::{Slots, SlotsBuilder, DEFAULT_LIMIT, DEFAULT_TIMEOUT, DEFAULT_TOLERANCE};
+pub(crate) use holding::HeldSlotCell;
 pub use holding::{HeldSlot, SlotHolding};
 #[cfg(feature = "etcd")]
 pub(crate) use table::Slot;
@@ -97,11 +99,16 @@ pub struct NamespaceSpec {
     /// What clients add to a slot to get their node number; it does not
     /// change which slot is chosen.
     pub offset: u32,
+    /// The bit layout of the namespace's IDs (IDGEN). Metadata written
+    /// before layouts existed reads as the default layout.
+    #[serde(default)]
+    pub layout: IdLayout,
 }
 
 impl NamespaceSpec {
     /// Checks the ranges: `limit` 1 to [`MAX_LIMIT`], `tolerance` at most
-    /// [`MAX_TOLERANCE`], node numbers (`offset + slot`) within `u32`.
+    /// [`MAX_TOLERANCE`], node numbers (`offset + slot`) within `u32`, and
+    /// the layout ([`IdLayout::check`]).
     pub fn check(&self) -> Result<()> {
         if self.limit == 0 || self.limit > MAX_LIMIT {
             return Err(Error::new(
@@ -121,6 +128,7 @@ impl NamespaceSpec {
                 ),
             ));
         }
+        self.layout.check()?;
         if self.offset.checked_add(self.limit).is_none() {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,

@@ -184,15 +184,17 @@ impl SlotTable {
             return Err(Error::new(
                 ErrorKind::NamespaceMismatch,
                 format!(
-                    "slot namespace {:?} was first used with limit {}, tolerance {} and offset {}; \
-                     this use asks for limit {}, tolerance {} and offset {}",
+                    "slot namespace {:?} was first used with limit {}, tolerance {}, offset {} and \
+                     ID layout {}; this use asks for limit {}, tolerance {}, offset {} and ID layout {}",
                     req.namespace,
                     ns.spec.limit,
                     crate::duration::show(ns.spec.tolerance),
                     ns.spec.offset,
+                    ns.spec.layout.describe(),
                     req.spec.limit,
                     crate::duration::show(req.spec.tolerance),
-                    req.spec.offset
+                    req.spec.offset,
+                    req.spec.layout.describe()
                 ),
             ));
         }

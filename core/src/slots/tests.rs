@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::{AcquireResult, NamespaceSpec, Owner, SlotLease, SlotRequest, SlotTable};
 use crate::error::ErrorKind;
+use crate::idgen::IdLayout;
 
 const T0: u64 = 1_000_000;
 const TTL: Duration = Duration::from_secs(10);
@@ -11,6 +12,7 @@ const SPEC: NamespaceSpec = NamespaceSpec {
     limit: 4,
     tolerance: Duration::from_secs(2),
     offset: 100,
+    layout: IdLayout::DEFAULT,
 };
 
 struct Rig {
@@ -128,7 +130,7 @@ fn slot_01_preferred_outside_the_limit_is_refused() {
     assert_eq!(err.kind(), ErrorKind::InvalidArgument);
 }
 
-// SLOT-02: the first use fixes limit, tolerance and offset.
+// SLOT-02: the first use fixes limit, tolerance, offset and ID layout.
 #[test]
 fn slot_02_first_use_fixes_the_namespace() {
     let mut rig = Rig::new();
@@ -140,6 +142,10 @@ fn slot_02_first_use_fixes_the_namespace() {
             ..SPEC
         },
         NamespaceSpec { offset: 0, ..SPEC },
+        NamespaceSpec {
+            layout: IdLayout::seconds(),
+            ..SPEC
+        },
     ] {
         let req = SlotRequest {
             spec: other,

@@ -224,8 +224,7 @@ pub extern "C" fn lh_slot_holding_issued(holding: lh_slot_holding, ms: u64) -> *
     run(|| {
         handles::get::<Arc<HeldSlotHolding>>(holding.id)?
             .view()
-            .issued(ms);
-        Ok(())
+            .issued(ms)
     })
 }
 

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use leasehold::clock::Clock;
+use leasehold::idgen::IdLayout;
 use leasehold::slots::{AcquireResult, NamespaceSpec, Owner, SlotLease, SlotRequest};
 use leasehold::{ErrorKind, RequestId};
 
@@ -13,6 +14,7 @@ const SPEC: NamespaceSpec = NamespaceSpec {
     limit: 3,
     tolerance: Duration::from_millis(500),
     offset: 10,
+    layout: IdLayout::DEFAULT,
 };
 
 /// A namespace of its own per check, so that checks on a shared store never meet.
@@ -163,7 +165,8 @@ pub(super) async fn slot_acquire_order(h: Harness) -> Checked {
     Ok(())
 }
 
-// SLOT-02: a namespace's limit, tolerance and offset are fixed by its first use.
+// SLOT-02: a namespace's limit, tolerance, offset and ID layout are fixed by
+// its first use.
 pub(super) async fn slot_namespace_is_fixed(h: Harness) -> Checked {
     let space = Space::new();
     leased(&h, space.request(&owner("a"), LONG, None)).await?;
@@ -174,6 +177,10 @@ pub(super) async fn slot_namespace_is_fixed(h: Harness) -> Checked {
             ..SPEC
         },
         NamespaceSpec { offset: 0, ..SPEC },
+        NamespaceSpec {
+            layout: IdLayout::seconds(),
+            ..SPEC
+        },
     ] {
         let req = SlotRequest {
             spec,
