@@ -200,6 +200,14 @@ export class Store {
    * store. Throws `EMPTY_NAME`, `INVALID_TTL`, `INVALID_ARGUMENT`.
    */
   slots(name: string, options?: SlotsOptions): Slots
+  /**
+   * An ID generator on the namespace `name` (IDGEN): leases a slot (a fresh
+   * owner instance under `ownerKey`) and issues IDs above its floor.
+   * Rejects `NOT_READY` when every slot is held, `NAMESPACE_MISMATCH` when
+   * the namespace was first used with another layout, limit, tolerance or
+   * offset, `INVALID_ARGUMENT` when the node numbers do not fit the layout.
+   */
+  ids(name: string, options?: IdsOptions): Promise<IdGenerator>
   /** The holders of lock `lock`, or of every lock. */
   holders(lock?: string, options?: SignalOptions): Promise<HolderInfo[]>
   /** Ends every lease the store gave and fails its waiting calls `CLOSED`. */
@@ -360,6 +368,125 @@ export class SlotLease {
   readonly expiresAt: number
   /** Issue no timestamp past this one. */
   readonly ceiling: number
+}
+
+/** Options of `store.ids`. */
+export interface IdsOptions {
+  /** The bit layout of the IDs, fixed by the namespace's first use: `IdLayout.DEFAULT` by default. */
+  layout?: IdLayout
+  /** The namespace's slots are `[0, limit)`: as many as the layout's node bits hold above `offset` (at most 65536) by default. */
+  limit?: number
+  /** What a node number adds to the slot: 0 by default. */
+  offset?: number
+  /** The slot lease's ttl: 1 s to 1 h, 10 s by default. */
+  ttl?: Duration
+  /** How far the lease's ceiling lies beyond its expiry: at most 1 h, 1 s by default. */
+  tolerance?: Duration
+  /** How long one slot call may take before it fails `TIMEOUT`: 5 s by default. */
+  timeout?: Duration
+  /** How far ahead of the store's clock IDs may be issued: 1 s by default; 0: never ahead. */
+  maxLead?: Duration
+  /** The owner key the slot is leased under (`'leasehold-ids'` by default); every generator gets a fresh instance id. */
+  ownerKey?: string
+  /** The slot to try first, in `[0, limit)`. */
+  preferred?: number
+  /** Aborting it stops waiting for the store's answer (`CANCELLED`; a generator that opens later is closed). */
+  signal?: AbortSignal
+}
+
+/** Options of `IdLayout.custom`. */
+export interface IdLayoutOptions {
+  /** The length of one tick in milliseconds: 1 ms to 1 h, 1 by default. */
+  tickMs?: number
+  /** The time of tick 0 in milliseconds since the Unix epoch: 2026-01-01 by default. */
+  epochMs?: number | bigint
+}
+
+/** An ID taken apart by `layout.parts(id)`. */
+export interface IdParts {
+  /** Ticks since the layout's epoch. */
+  tick: bigint
+  /** The tick's start in milliseconds since the Unix epoch. */
+  timestampMs: number
+  /** The node number. */
+  node: number
+  /** The sequence within the tick. */
+  sequence: bigint
+}
+
+/**
+ * How an ID's bits are split, high bits to low: `timeBits` of ticks since
+ * `epochMs`, `nodeBits` of node number, `sequenceBits` of sequence. IDs use
+ * at most 63 bits.
+ */
+export class IdLayout {
+  private constructor()
+  /** 41 bits of milliseconds from 2026-01-01 (69 years), 10 of node (1024 nodes), 12 of sequence (4,096 IDs per ms per node). */
+  static readonly DEFAULT: IdLayout
+  /** IDs below 2^53, exact as JS numbers: 41/6/6 in milliseconds (64 nodes, 64 IDs per ms per node). */
+  static jsSafe(): IdLayout
+  /** 31 bits of seconds (68 years), 10 of node, 22 of sequence (4,194,304 IDs per s per node). */
+  static seconds(): IdLayout
+  /**
+   * A layout of these splits; throws `INVALID_ARGUMENT` unless each part
+   * has a bit, the three at most 63, and a tick lies from 1 ms to 1 h.
+   */
+  static custom(
+    timeBits: number,
+    nodeBits: number,
+    sequenceBits: number,
+    options?: IdLayoutOptions,
+  ): IdLayout
+  readonly timeBits: number
+  readonly nodeBits: number
+  readonly sequenceBits: number
+  /** Milliseconds. */
+  readonly tickMs: number
+  /** Milliseconds since the Unix epoch. */
+  readonly epochMs: number
+  /** Takes an ID apart (a bigint, or a whole number up to 2^53 - 1). */
+  parts(id: bigint | number): IdParts
+  /** As errors and benchmarks name a layout: `'41/10/12 ms'`. */
+  toString(): string
+}
+
+/**
+ * Issues unique IDs on one slot lease of a namespace (IDGEN): unique across
+ * every generator of the namespace (IDGEN-01), strictly increasing for one
+ * generator (IDGEN-03), with timestamps only inside the lease (IDGEN-02).
+ * A generator never closed is sealed and its slot released once it is
+ * garbage collected.
+ */
+export class IdGenerator {
+  private constructor()
+  /**
+   * The next ID, without waiting: throws `NOT_READY` when none can be
+   * issued yet (retryable), `OVERFLOW` when the layout's time range is used
+   * up, `LOST` once the slot was lost or the generator closed (IDGEN-04).
+   */
+  nextNow(): bigint
+  /** The next ID, waiting while none can be issued yet; `signal` gives up waiting (`CANCELLED`). */
+  next(options?: SignalOptions): Promise<bigint>
+  /** As many IDs as can be issued now, up to `n` (1 to 16,777,216), at least 1; throws as `nextNow` when none can. */
+  takeNow(n: number): BigUint64Array
+  /** `n` IDs (1 to 16,777,216), waiting while they cannot be issued yet; `signal` gives up waiting (`CANCELLED`). */
+  take(n: number, options?: SignalOptions): Promise<BigUint64Array>
+  /**
+   * Seals the generator and releases its slot, passing the last issued tick
+   * on as the next holder's floor (IDGEN-02). Rejects with a `LostError` if
+   * the slot was lost meanwhile; a second close does nothing. Later calls
+   * fail `LOST`.
+   */
+  close(): Promise<void>
+  /** The node number every ID carries: the slot plus the namespace's offset. */
+  readonly node: number
+  readonly layout: IdLayout
+  /** The slot lease as last renewed. */
+  readonly lease: SlotLease
+  /** The start of the largest tick issued so far (ms since the Unix epoch; 0: none). */
+  readonly lastIssued: number
+  /** Whether the slot was lost; once true, nothing more is issued. */
+  readonly lost: boolean
 }
 
 /** An embedded store in this process (LOCK-19). */

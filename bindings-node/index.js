@@ -7,6 +7,7 @@ const { Lock } = require('./lib/lock')
 const { Lease } = require('./lib/lease')
 const { ManualLease } = require('./lib/manual')
 const { Owner, Slots, SlotLease, HeldSlot } = require('./lib/slots')
+const { IdGenerator, IdLayout } = require('./lib/ids')
 const { codes, LeaseholdError, LostError, isTimeout } = require('./lib/errors')
 
 module.exports = {
@@ -20,6 +21,8 @@ module.exports = {
   Slots,
   SlotLease,
   HeldSlot,
+  IdGenerator,
+  IdLayout,
   LeaseholdError,
   LostError,
   isTimeout,

@@ -33,6 +33,54 @@ export class NativeStore {
     cancel: Canceller | null,
   ): Eventually<NativeManualLease>
   holders(lock: string | null, cancel: Canceller | null): Eventually<NativeHolderInfo[]>
+  ids(
+    name: string,
+    layout: NativeIdLayout | null,
+    options: NativeIdsOptions,
+    cancel: Canceller | null,
+  ): Eventually<NativeIdGenerator>
+  close(): Eventually<void>
+}
+
+/** An absent option is the core's default (`null` is not absent to Node-API). */
+export interface NativeIdsOptions {
+  limit?: number
+  offset?: number
+  ttl?: number | string
+  tolerance?: number | string
+  timeout?: number | string
+  maxLead?: number | string
+  ownerKey?: string
+  preferred?: number
+}
+
+export class NativeIdLayout {
+  readonly timeBits: number
+  readonly nodeBits: number
+  readonly sequenceBits: number
+  readonly tickMs: number
+  readonly epochMs: number
+  describe(): string
+  parts(id: bigint): NativeIdParts
+}
+
+export interface NativeIdParts {
+  tick: bigint
+  timestampMs: number
+  node: number
+  sequence: bigint
+}
+
+export class NativeIdGenerator {
+  readonly node: number
+  readonly layout: NativeIdLayout
+  readonly lease: NativeSlotLease
+  readonly lastIssued: number
+  readonly lost: boolean
+  next(): bigint
+  takeNow(n: number): BigUint64Array
+  nextAsync(cancel: Canceller | null): Eventually<bigint>
+  take(n: number, cancel: Canceller | null): Eventually<BigUint64Array>
   close(): Eventually<void>
 }
 
@@ -165,6 +213,16 @@ export interface Native {
   ): Eventually<NativeStore>
   errorCodes(): string[]
   owner(key: string, instance: string | null): NativeOwner
+  defaultIdLayout(): NativeIdLayout
+  jsSafeIdLayout(): NativeIdLayout
+  secondsIdLayout(): NativeIdLayout
+  customIdLayout(
+    timeBits: number,
+    nodeBits: number,
+    sequenceBits: number,
+    tickMs: number | null,
+    epochMs: bigint | null,
+  ): NativeIdLayout
   memoryWith(clock: NativeVirtualClock | null, renewal: boolean, push: boolean): NativeStore
   parseDuration(text: string): number
   panicNow(message: string): void

@@ -1,6 +1,7 @@
 'use strict'
 // Stores: `memory()` (embedded, in this process) and `connect(url)` (the
-// server store or etcd), locks, manual leases, slot namespaces and closing.
+// server store or etcd), locks, manual leases, slot namespaces, ID
+// generators and closing.
 
 const native = require('./native')
 const args = require('./args')
@@ -9,6 +10,7 @@ const { Lock } = require('./lock')
 const { cancellable, Held } = require('./run')
 const { ManualLease } = require('./manual')
 const { Slots, MAX_U32 } = require('./slots')
+const { IdGenerator, IdLayout } = require('./ids')
 
 /** @typedef {import('./addon').NativeStore} NativeStore */
 /** @typedef {import('../index').HolderInfo} HolderInfo */
@@ -87,6 +89,57 @@ class Store {
     } catch (error) {
       throw fromNative(error)
     }
+  }
+
+  /**
+   * An ID generator on the namespace `name` (IDGEN): leases a slot under
+   * `ownerKey` ('leasehold-ids' by default) with a fresh instance id, and
+   * issues IDs in `layout` (IdLayout.DEFAULT by default; fixed by the
+   * namespace's first use) above the slot's floor, at most `maxLead` (1 s
+   * by default) ahead of the store's clock. `limit` (as many as the
+   * layout's node bits hold above `offset`, at most 65536), `offset` (0),
+   * `ttl`, `tolerance`, `timeout` and `preferred` are the slot
+   * namespace's and the acquire's (`store.slots`). Rejects NOT_READY when
+   * every slot is held, NAMESPACE_MISMATCH when the namespace was first
+   * used otherwise, INVALID_ARGUMENT when the node numbers do not fit the
+   * layout, CANCELLED when `signal` aborts first.
+   * @param {string} name
+   * @param {import('../index').IdsOptions} [options]
+   * @returns {Promise<IdGenerator>}
+   */
+  async ids(name, options) {
+    args.string('ID namespace', name)
+    const given = args.options('ids options', options, [
+      'layout',
+      'limit',
+      'offset',
+      'ttl',
+      'tolerance',
+      'timeout',
+      'maxLead',
+      'ownerKey',
+      'preferred',
+      'signal',
+    ])
+    const layout =
+      given.layout === undefined || given.layout === null ? null : IdLayout.native(given.layout)
+    const chosen = present({
+      limit: args.optionalIndex('limit', given.limit, MAX_U32),
+      offset: args.optionalIndex('offset', given.offset, MAX_U32),
+      ttl: args.duration('ttl', given.ttl),
+      tolerance: args.duration('tolerance', given.tolerance),
+      timeout: args.duration('timeout', given.timeout),
+      maxLead: args.duration('maxLead', given.maxLead),
+      ownerKey: args.optionalString('ownerKey', given.ownerKey),
+      preferred: args.optionalIndex('preferred', given.preferred, MAX_U32),
+    })
+    const signal = args.signal(given.signal)
+    const ids = await cancellable(
+      (canceller) => this.#native.ids(name, layout, chosen, canceller),
+      signal,
+      'gave up opening the ID generator',
+    )
+    return new IdGenerator(ids)
   }
 
   /**

@@ -17,6 +17,7 @@ pub mod cancel;
 pub mod durations;
 pub mod errors;
 pub mod holding;
+pub mod idgen;
 pub mod kept;
 pub mod lock;
 pub mod manual;

@@ -1,5 +1,5 @@
 //! Stores: the embedded one, the server store or etcd over a connection, manual
-//! leases, slot namespaces and closing.
+//! leases, slot namespaces, ID generators and closing.
 
 use leasehold::give_up;
 use leasehold::remote::ConnectOptions;
@@ -12,6 +12,7 @@ use tokio::runtime::Handle;
 use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::errors::{thrown, Thrown};
+use crate::idgen::{NativeIdGenerator, NativeIdLayout};
 use crate::lock::NativeLock;
 use crate::manual::NativeManualLease;
 use crate::promise::{self, Eventually};
@@ -25,6 +26,10 @@ const GAVE_UP_TRYING: &str = "gave up trying for the lease";
 
 /// The error message of a `holders` given up by its canceller.
 const GAVE_UP_LISTING: &str = "gave up listing the holders";
+
+/// The error message of an `ids` given up by its canceller.
+const GAVE_UP_OPENING_IDS: &str =
+    "gave up opening the ID generator; a slot it leased meanwhile is released";
 
 /// A store of leases (`leasehold::Store`), and the runtime its calls run on.
 #[napi]
@@ -131,6 +136,28 @@ pub struct SlotsOptions {
     pub timeout: Option<JsDuration>,
 }
 
+/// The options of an ID generator (`leasehold::idgen::IdsBuilder`), as
+/// `lib/store.js` checked them; absent: the core's default.
+#[napi(object)]
+pub struct IdsOptions {
+    /// The namespace's slots are `[0, limit)`.
+    pub limit: Option<u32>,
+    /// What a node number adds to the slot.
+    pub offset: Option<u32>,
+    /// The ttl of the slot lease.
+    pub ttl: Option<JsDuration>,
+    /// How far the lease's ceiling lies beyond its expiry.
+    pub tolerance: Option<JsDuration>,
+    /// How long one slot call may take.
+    pub timeout: Option<JsDuration>,
+    /// How far ahead of the store's clock IDs may be issued.
+    pub max_lead: Option<JsDuration>,
+    /// The owner key the slot is leased under.
+    pub owner_key: Option<String>,
+    /// The slot to try first.
+    pub preferred: Option<u32>,
+}
+
 /// One holder of a store, as `store.holders()` lists it.
 #[napi(object)]
 pub struct HolderInfo {
@@ -209,6 +236,71 @@ impl NativeStore {
         open()
             .map(|slots| NativeSlots::new(slots, self.runtime.clone()))
             .map_err(thrown)
+    }
+
+    /// Opens an ID generator on the namespace `name` (`Store::ids`): leases
+    /// a slot (a fresh owner instance) and issues above its floor. Fails
+    /// `NOT_READY` when every slot is held, `NAMESPACE_MISMATCH` when the
+    /// namespace was first used with another layout, limit, tolerance or
+    /// offset, `INVALID_ARGUMENT` when the node numbers do not fit the
+    /// layout. When `cancel` fires first, the call stops waiting for the
+    /// store's answer and fails `CANCELLED` (a generator that opens later
+    /// is dropped: sealed and released).
+    #[napi(catch_unwind)]
+    pub fn ids<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        layout: Option<&NativeIdLayout>,
+        options: IdsOptions,
+        cancel: Option<&Canceller>,
+    ) -> napi::Result<Eventually<'env, NativeIdGenerator>> {
+        let configure = || {
+            let mut builder = self.store.ids(&name);
+            if let Some(layout) = layout {
+                builder = builder.layout(layout.layout());
+            }
+            if let Some(limit) = options.limit {
+                builder = builder.limit(limit);
+            }
+            if let Some(offset) = options.offset {
+                builder = builder.offset(offset);
+            }
+            if let Some(d) = durations::optional("ttl", options.ttl)? {
+                builder = builder.ttl(d);
+            }
+            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
+                builder = builder.tolerance(d);
+            }
+            if let Some(d) = durations::optional("timeout", options.timeout)? {
+                builder = builder.timeout(d);
+            }
+            if let Some(d) = durations::optional("maxLead", options.max_lead)? {
+                builder = builder.max_lead(d);
+            }
+            if let Some(key) = &options.owner_key {
+                builder = builder.owner_key(key);
+            }
+            if let Some(slot) = options.preferred {
+                builder = builder.preferred(slot);
+            }
+            Ok(builder)
+        };
+        let builder: leasehold::Result<_> = configure();
+        let cancel = cancel.map(Canceller::token);
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
+            let open = builder?.open();
+            let ids = give_up::unless_given_up(
+                cancel,
+                &runtime,
+                GAVE_UP_OPENING_IDS,
+                open,
+                give_up::dropped,
+            )
+            .await?;
+            Ok(NativeIdGenerator::new(ids, runtime))
+        })
     }
 
     /// Takes the manual lease `name` if it is free; `null` when it is held
