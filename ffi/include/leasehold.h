@@ -161,11 +161,114 @@ typedef struct {
 // call returns), must return soon, and must make no blocking `lh_` call.
 typedef void (*lh_done_fn)(uint64_t user, lh_outcome outcome);
 
+// How an ID's 64 bits are split, high bits to low: `time_bits` of ticks
+// since `epoch_ms`, `node_bits` of node number, `sequence_bits` of
+// sequence. At least one bit each and at most 63 in all; a tick of 1 ms to
+// 1 h. A namespace's layout is fixed by its first use.
+typedef struct {
+  // Bits of timestamp (ticks since the epoch).
+  uint8_t time_bits;
+  // Bits of node number: the namespace's `offset + limit` must fit.
+  uint8_t node_bits;
+  // Bits of sequence within one tick.
+  uint8_t sequence_bits;
+  // The length of one tick in milliseconds.
+  uint32_t tick_ms;
+  // The time of tick 0, in milliseconds since the Unix epoch.
+  uint64_t epoch_ms;
+} lh_id_layout;
+
+// An ID taken apart by `lh_id_layout_parts`.
+typedef struct {
+  // Ticks since the layout's epoch.
+  uint64_t tick;
+  // The tick's start in milliseconds since the Unix epoch.
+  uint64_t timestamp_ms;
+  // The node number.
+  uint32_t node;
+  // The sequence within the tick.
+  uint64_t sequence;
+} lh_id_parts;
+
 // A store of leases.
 typedef struct {
   // The library's id of the store; never dereferenced.
   uint64_t id;
 } lh_store;
+
+// An ID generator's options; an option whose `has_` flag is false takes
+// the default. Durations are nanoseconds; a negative one fails
+// `LH_INVALID_TTL`.
+typedef struct {
+  // Whether `layout` is given (else `lh_id_layout_default()`).
+  bool has_layout;
+  // The bit layout, fixed by the namespace's first use
+  // (`LH_NAMESPACE_MISMATCH` otherwise).
+  lh_id_layout layout;
+  // Whether `limit` is given (else as many slots as the node bits hold
+  // above the offset, at most 65536).
+  bool has_limit;
+  // The namespace's slots are `[0, limit)`.
+  uint32_t limit;
+  // Whether `offset` is given (else 0).
+  bool has_offset;
+  // What a node number adds to the slot; `offset + limit` must fit the node bits.
+  uint32_t offset;
+  // Whether `ttl_ns` is given (else 10 s).
+  bool has_ttl;
+  // The slot lease's ttl, as `lh_slots_options`'.
+  int64_t ttl_ns;
+  // Whether `tolerance_ns` is given (else 1 s).
+  bool has_tolerance;
+  // The slot lease's tolerance, as `lh_slots_options`'.
+  int64_t tolerance_ns;
+  // Whether `timeout_ns` is given (else 5 s).
+  bool has_timeout;
+  // How long one slot call may take, as `lh_slots_options`'.
+  int64_t timeout_ns;
+  // Whether `max_lead_ns` is given (else 1 s).
+  bool has_max_lead;
+  // How far ahead of the store's clock IDs may be issued (0: never ahead).
+  int64_t max_lead_ns;
+  // The owner key the slot is leased under (NULL with length 0: the
+  // default, `leasehold-ids`); every generator gets a fresh instance id.
+  const uint8_t *owner_key;
+  // The length of `owner_key`.
+  size_t owner_key_len;
+  // Whether `preferred` is given.
+  bool has_preferred;
+  // The slot to try first (SLOT-01).
+  uint32_t preferred;
+} lh_ids_options;
+
+// An ID generator, from `lh_ids_open` until `lh_ids_free` (`lh_ids_close`
+// ends its issuing but keeps the handle).
+typedef struct {
+  // The library's id of the generator; never dereferenced.
+  uint64_t id;
+} lh_ids;
+
+// What a generator is like now.
+typedef struct {
+  // The node number every ID carries: the slot plus the namespace's offset.
+  uint32_t node;
+  // The layout.
+  lh_id_layout layout;
+  // The start of the largest tick issued so far (ms since the Unix epoch; 0: none).
+  uint64_t last_issued;
+  // Whether the slot was lost; once true, nothing more is issued.
+  bool lost;
+  // Why, once lost.
+  lh_loss_reason reason;
+} lh_id_generator_info;
+
+// A lease on one slot, as last returned by the store, from an acquire or
+// a renew until `lh_slot_lease_free`. Only the library makes one, so its
+// fence cannot be forged.
+typedef struct {
+  // The library's id of the lease; never dereferenced.
+  uint64_t id;
+} lh_slot_lease;
 
 // A lock's options; an option whose `has_` flag is false takes the
 // default. Durations are nanoseconds; a negative one fails `LH_INVALID_TTL`.
@@ -245,14 +348,6 @@ typedef struct {
   // The library's id of the namespace handle; never dereferenced.
   uint64_t id;
 } lh_slots;
-
-// A lease on one slot, as last returned by the store, from an acquire or
-// a renew until `lh_slot_lease_free`. Only the library makes one, so its
-// fence cannot be forged.
-typedef struct {
-  // The library's id of the lease; never dereferenced.
-  uint64_t id;
-} lh_slot_lease;
 
 // What a slot lease says. Times are milliseconds since the Unix epoch on
 // the store's clock.
@@ -420,6 +515,138 @@ lh_error *lh_holding_end(lh_holding holding);
 // `now` must be NULL or valid for a write; `done` callable from any thread
 // with `user` until called.
 bool lh_holding_end_async(lh_holding holding, lh_done_fn done, uint64_t user, lh_outcome *now);
+
+// The default layout: 41 bits of milliseconds from 2026-01-01, 10 of node
+// (1024 nodes), 12 of sequence (4,096 IDs per millisecond per node).
+lh_id_layout lh_id_layout_default(void);
+
+// IDs below 2^53, exact as JavaScript numbers: 41 bits of milliseconds,
+// 6 of node, 6 of sequence.
+lh_id_layout lh_id_layout_js_safe(void);
+
+// A layout in seconds: 31 bits of seconds, 10 of node, 22 of sequence.
+lh_id_layout lh_id_layout_seconds(void);
+
+// Takes `id` apart in `layout`; a layout out of range fails `LH_INVALID_ARGUMENT`.
+//
+// # Safety
+// `out` must be NULL (an error) or valid for a write.
+lh_error *lh_id_layout_parts(lh_id_layout layout, uint64_t id, lh_id_parts *out);
+
+// Opens an ID generator on the namespace `name` of `store` with `options`
+// (NULL: every default), blocking until it leased a slot: it issues above
+// the slot's floor, within its ceiling. Fails `LH_NOT_READY` (retryable)
+// when every slot is held, `LH_NAMESPACE_MISMATCH` when the namespace was
+// first used with another layout, limit, tolerance or offset,
+// `LH_INVALID_ARGUMENT` for a layout out of range or node numbers that do
+// not fit it, `LH_TIMEOUT` past the timeout; `cancel` (zero: none) gives up
+// with `LH_CANCELLED`.
+//
+// # Safety
+// `name` must be NULL or point to `name_len` readable bytes; `options` NULL
+// or readable, its `owner_key` NULL or pointing to `owner_key_len` readable
+// bytes; `out` NULL (an error) or valid for a write.
+lh_error *lh_ids_open(lh_store store,
+                      const uint8_t *name,
+                      size_t name_len,
+                      const lh_ids_options *options,
+                      lh_cancel cancel,
+                      lh_ids *out);
+
+// `lh_ids_open` without blocking: the outcome (`handle`, an `lh_ids`, and
+// `fence`, the slot lease's) comes as `lh_outcome`s do.
+//
+// # Safety
+// As for `lh_ids_open`'s `name` and `options`; `now` NULL or valid for a
+// write; `done` callable from any thread with `user` until called.
+bool lh_ids_open_async(lh_store store,
+                       const uint8_t *name,
+                       size_t name_len,
+                       const lh_ids_options *options,
+                       lh_cancel cancel,
+                       lh_done_fn done,
+                       uint64_t user,
+                       lh_outcome *now);
+
+// The next ID, without waiting: `LH_NOT_READY` when none can be issued yet
+// (retryable: the sequence of every tick up to the max lead is used up, or
+// the floor lies ahead of the store's clock), `LH_OVERFLOW` when the
+// layout's time range is used up, `LH_LOST` once the slot was lost or the
+// generator closed (IDGEN-04). The IDs of one generator strictly increase
+// (IDGEN-03).
+//
+// # Safety
+// `out` must be NULL (an error) or valid for a write.
+lh_error *lh_ids_next(lh_ids ids, uint64_t *out);
+
+// Fills `buf` (`len` IDs) with as many IDs as can be issued now, in one
+// step, and writes how many to `*n` (at least 1; 0 only for `len` 0); fails
+// as `lh_ids_next` when none can, writing nothing.
+//
+// # Safety
+// `buf` must be NULL with `len` 0, or valid for `len` writes of `uint64_t`;
+// `n` NULL (an error) or valid for a write.
+lh_error *lh_ids_next_into(lh_ids ids, uint64_t *buf, size_t len, size_t *n);
+
+// The next ID, waiting while none can be issued yet: the outcome's `held`
+// is true and its `fence` is the ID (an ID only grows, as a fence does);
+// it fails as `lh_ids_next` does but for `LH_NOT_READY`. It is tried at
+// once on the calling thread; `cancel` (zero: none) gives up with
+// `LH_CANCELLED`, issuing nothing.
+//
+// # Safety
+// `now` must be NULL or valid for a write; `done` callable from any thread
+// with `user` until called.
+bool lh_ids_next_async(lh_ids ids,
+                       lh_cancel cancel,
+                       lh_done_fn done,
+                       uint64_t user,
+                       lh_outcome *now);
+
+// Closes the generator: seals it (nothing is issued after this), releases
+// its slot passing the largest tick issued as the next holder's floor
+// (IDGEN-02), and blocks until the release is done. Fails `LH_LOST` if the
+// slot was lost meanwhile; a second close does nothing. The handle stays
+// until `lh_ids_free`: later `lh_ids_next` calls fail `LH_LOST`. It takes
+// no cancel token, as `lh_slot_holding_end` takes none.
+lh_error *lh_ids_close(lh_ids ids);
+
+// `lh_ids_close` without blocking: its outcome (no handle) comes as
+// `lh_outcome`s do; the generator is sealed before this returns.
+//
+// # Safety
+// `now` must be NULL or valid for a write; `done` callable from any thread
+// with `user` until called.
+bool lh_ids_close_async(lh_ids ids, lh_done_fn done, uint64_t user, lh_outcome *now);
+
+// Frees the handle without closing the generator, never blocking (for a
+// finalizer): the generator is sealed and its slot released in the
+// background. Freeing twice fails `LH_CLOSED`, as does a later call on it.
+lh_error *lh_ids_free(lh_ids ids);
+
+// What the generator is like now: node, layout, the largest tick issued, loss.
+//
+// # Safety
+// `out` must be NULL (an error) or valid for a write.
+lh_error *lh_ids_info(lh_ids ids, lh_id_generator_info *out);
+
+// Writes a new handle of the generator's slot lease as last renewed (free
+// it with `lh_slot_lease_free`).
+//
+// # Safety
+// `out` must be NULL (an error) or valid for a write.
+lh_error *lh_ids_lease(lh_ids ids, lh_slot_lease *out);
+
+// Copies the instance id the generator's slot is leased under (fresh for
+// every generator) into `instance` (`instance_cap` bytes, not
+// NUL-terminated; `LH_NAME_MAX` always suffices), its length into
+// `*instance_len`; a buffer too small fails `LH_INVALID_ARGUMENT` with
+// `*instance_len` set to the length needed.
+//
+// # Safety
+// `instance` must be NULL or valid for `instance_cap` bytes of writes;
+// `instance_len` NULL (an error) or valid for a write.
+lh_error *lh_ids_instance(lh_ids ids, uint8_t *instance, size_t instance_cap, size_t *instance_len);
 
 // Opens the lock `name` of `store` with `options` (NULL: every default).
 // Nothing is sent to the store; bad options fail at once (`LH_INVALID_TTL`,

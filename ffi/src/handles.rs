@@ -12,6 +12,7 @@ use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, 
 use tokio::runtime::Handle;
 
 use crate::held::HeldLease;
+use crate::idgen::Ids;
 use crate::slots::holding::HeldSlotHolding;
 
 /// An object of a store, with the runtime the store's work runs on, where
@@ -32,6 +33,7 @@ pub(crate) enum Object {
     Slots(OnRuntime<Slots>),
     SlotLease(SlotLease),
     SlotHolding(Arc<HeldSlotHolding>),
+    Ids(Ids),
     Cancel(CancellationToken),
     #[cfg(feature = "testing")]
     Clock(VirtualClock),
@@ -85,6 +87,7 @@ kind!(OnRuntime<ManualLease>, Manual, "lh_manual");
 kind!(OnRuntime<Slots>, Slots, "lh_slots");
 kind!(SlotLease, SlotLease, "lh_slot_lease");
 kind!(Arc<HeldSlotHolding>, SlotHolding, "lh_slot_holding");
+kind!(Ids, Ids, "lh_ids");
 kind!(CancellationToken, Cancel, "lh_cancel");
 #[cfg(feature = "testing")]
 kind!(VirtualClock, Clock, "lh_clock");

@@ -6,7 +6,7 @@
 //!
 //! - Objects are opaque handles (`lh_store`, `lh_lock`, `lh_holding`,
 //!   `lh_manual`, `lh_slots`, `lh_slot_lease`, `lh_slot_holding`,
-//!   `lh_cancel`, `lh_clock`): small structs carrying an id the library
+//!   `lh_ids`, `lh_cancel`, `lh_clock`): small structs carrying an id the library
 //!   looks up, never a pointer the caller could dereference. A zero handle, a handle of another kind
 //!   or a made-up one fails `InvalidArgument`; a handle already closed or
 //!   freed fails `Closed` (ERR-03: no double free, no use after free).
@@ -37,6 +37,7 @@ mod cancel;
 mod error;
 mod handles;
 mod held;
+mod idgen;
 mod input;
 mod kept;
 mod lock;
@@ -55,6 +56,12 @@ pub use error::{
 pub use held::{
     lh_holding, lh_holding_end, lh_holding_end_async, lh_holding_info, lh_holding_on_lost,
     lh_holding_wait_lost, lh_lease_info, lh_lost_fn,
+};
+pub use idgen::{
+    lh_id_generator_info, lh_id_layout, lh_id_layout_default, lh_id_layout_js_safe,
+    lh_id_layout_parts, lh_id_layout_seconds, lh_id_parts, lh_ids, lh_ids_close,
+    lh_ids_close_async, lh_ids_free, lh_ids_info, lh_ids_instance, lh_ids_lease, lh_ids_next,
+    lh_ids_next_async, lh_ids_next_into, lh_ids_open, lh_ids_open_async, lh_ids_options,
 };
 pub use lock::{
     lh_call_options, lh_lock, lh_lock_begin, lh_lock_begin_async, lh_lock_free, lh_lock_open,

@@ -1,7 +1,8 @@
 /* The C smoke test of the Leasehold ABI: a memory store, a hold, its fence,
  * a release, the calls that return at once and complete through a
  * callback (done at once, later, cancelled), manual leases, slot leases, a held slot (renewed, released with
- * what it issued, lost), cancellation from another thread, loss callbacks,
+ * what it issued, lost), ID generators (unique, increasing, NotReady and
+ * the wait on a virtual clock, Overflow, use after close), cancellation from another thread, loss callbacks,
  * and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
  * double free, use after close, a panic). `make test` runs it under
  * valgrind, which must report no leak and no error. Exit 0: every check passed. */
@@ -587,6 +588,230 @@ static void slot_holds(void) {
   OK(lh_clock_free(clock));
 }
 
+/* ID generators on the real clock: layouts, IDs that strictly increase
+ * (IDGEN-03) and carry the node, batches, the waiting form done at once,
+ * the slot lease, a second generator of a one-slot namespace refused
+ * NotReady until the first closes (IDGEN-01), Overflow, bad input, use
+ * after close (Lost) and after free (Closed). */
+static void ids(lh_store store) {
+  lh_id_layout layout = lh_id_layout_default();
+  CHECK(layout.time_bits == 41 && layout.node_bits == 10 &&
+        layout.sequence_bits == 12 && layout.tick_ms == 1);
+  CHECK(layout.epoch_ms == 1767225600000ull);
+  lh_id_layout js = lh_id_layout_js_safe();
+  CHECK(js.time_bits + js.node_bits + js.sequence_bits == 53);
+  CHECK(lh_id_layout_seconds().tick_ms == 1000);
+
+  lh_ids_options options = {.has_limit = true, .limit = 1,
+                            .owner_key = S("orders")};
+  lh_ids a = {0};
+  OK(lh_ids_open(store, S("ids"), &options, (lh_cancel){0}, &a));
+  lh_id_generator_info info;
+  OK(lh_ids_info(a, &info));
+  CHECK(info.node == 0 && !info.lost && info.last_issued == 0);
+  CHECK(info.layout.time_bits == 41 && info.layout.epoch_ms == layout.epoch_ms);
+
+  uint64_t first = 0, second = 0;
+  OK(lh_ids_next(a, &first));
+  OK(lh_ids_next(a, &second));
+  CHECK(second > first);
+  lh_id_parts parts;
+  OK(lh_id_layout_parts(layout, second, &parts));
+  CHECK(parts.node == info.node);
+  CHECK(parts.timestamp_ms == layout.epoch_ms + parts.tick);
+  OK(lh_ids_info(a, &info));
+  CHECK(info.last_issued >= parts.timestamp_ms);
+
+  uint64_t batch[300];
+  size_t n = 0;
+  OK(lh_ids_next_into(a, batch, 300, &n));
+  CHECK(n >= 1 && n <= 300);
+  CHECK(batch[0] > second);
+  for (size_t i = 1; i < n; i++) CHECK(batch[i] > batch[i - 1]);
+  uint64_t batch_last = batch[n - 1];
+  OK(lh_ids_next_into(a, NULL, 0, &n));
+  CHECK(n == 0);
+
+  /* The waiting form, done at once. */
+  lh_outcome now = {0};
+  CHECK(!lh_ids_next_async(a, (lh_cancel){0}, completed, 0, &now));
+  CHECK(now.error == NULL && now.held && now.fence > batch_last);
+  uint64_t waited = now.fence;
+
+  lh_slot_lease lease = {0};
+  OK(lh_ids_lease(a, &lease));
+  lh_slot_info slot;
+  OK(lh_slot_lease_info(lease, &slot));
+  CHECK(slot.node == info.node && slot.fence > 0);
+  OK(lh_slot_lease_free(lease));
+  uint8_t instance[LH_NAME_MAX];
+  size_t instance_len = 0;
+  OK(lh_ids_instance(a, instance, sizeof instance, &instance_len));
+  CHECK(instance_len > 0);
+  EXPECT(lh_ids_instance(a, instance, 1, &instance_len), LH_INVALID_ARGUMENT);
+
+  /* IDGEN-01: the one slot is held, so a second generator is refused;
+   * once the first closes, the second issues above everything it issued. */
+  lh_ids b = {0};
+  EXPECT(lh_ids_open(store, S("ids"), &options, (lh_cancel){0}, &b),
+         LH_NOT_READY);
+  OK(lh_ids_close(a));
+  OK(lh_ids_close(a));
+  uint64_t after = 0;
+  EXPECT(lh_ids_next(a, &after), LH_LOST);
+  EXPECT(lh_ids_next_into(a, batch, 3, &n), LH_LOST);
+  CHECK(!lh_ids_next_async(a, (lh_cancel){0}, completed, 0, &now));
+  EXPECT(now.error, LH_LOST);
+  OK(lh_ids_info(a, &info));
+  OK(lh_ids_free(a));
+  EXPECT(lh_ids_free(a), LH_CLOSED);
+  EXPECT(lh_ids_next(a, &after), LH_CLOSED);
+  EXPECT(lh_ids_close(a), LH_CLOSED);
+  OK(lh_ids_open(store, S("ids"), &options, (lh_cancel){0}, &b));
+  OK(lh_ids_next(b, &after));
+  CHECK(after > waited);
+  /* A generator freed unclosed is sealed and released in the background. */
+  OK(lh_ids_free(b));
+  lh_outcome opened = {0};
+  for (int i = 0; i < 1000; i++) {
+    CHECK(!lh_ids_open_async(store, S("ids"), &options, (lh_cancel){0},
+                             completed, 0, &opened));
+    if (lh_error_code(opened.error) != LH_NOT_READY) break;
+    lh_error_free(opened.error);
+    opened.error = NULL;
+    usleep(1000);
+  }
+  CHECK(opened.error == NULL && opened.held && opened.fence > 0);
+  b = (lh_ids){opened.handle};
+  uint64_t last = after;
+  OK(lh_ids_next(b, &after));
+  CHECK(after > last);
+  struct completion closing = COMPLETION;
+  lh_outcome closed = {0};
+  if (lh_ids_close_async(b, completed, (uint64_t)(uintptr_t)&closing, &closed))
+    closed = await_completion(&closing);
+  CHECK(closed.error == NULL);
+  OK(lh_ids_free(b));
+
+  /* IDGEN-04: a layout whose time range ended long ago: Overflow. */
+  lh_ids_options tiny = {.has_layout = true,
+                         .layout = {.time_bits = 4, .node_bits = 2,
+                                    .sequence_bits = 2, .tick_ms = 1,
+                                    .epoch_ms = 0}};
+  lh_ids old = {0};
+  OK(lh_ids_open(store, S("tiny-ids"), &tiny, (lh_cancel){0}, &old));
+  EXPECT(lh_ids_next(old, &after), LH_OVERFLOW);
+  EXPECT(lh_ids_next_into(old, batch, 3, &n), LH_OVERFLOW);
+  CHECK(!lh_ids_next_async(old, (lh_cancel){0}, completed, 0, &now));
+  EXPECT(now.error, LH_OVERFLOW);
+  OK(lh_ids_close(old));
+  OK(lh_ids_free(old));
+
+  /* ERR-03: bad layouts, bad input, handles of other kinds. */
+  lh_ids_options wide = {.has_layout = true, .layout = layout};
+  wide.layout.time_bits = 42;
+  EXPECT(lh_ids_open(store, S("z-ids"), &wide, (lh_cancel){0}, &b),
+         LH_INVALID_ARGUMENT);
+  wide.layout = layout;
+  wide.layout.tick_ms = 0;
+  EXPECT(lh_ids_open(store, S("z-ids"), &wide, (lh_cancel){0}, &b),
+         LH_INVALID_ARGUMENT);
+  lh_ids_options crowded = {.has_limit = true, .limit = 2000};
+  EXPECT(lh_ids_open(store, S("z-ids"), &crowded, (lh_cancel){0}, &b),
+         LH_INVALID_ARGUMENT);
+  lh_ids_options negative = {.has_max_lead = true, .max_lead_ns = -1};
+  EXPECT(lh_ids_open(store, S("z-ids"), &negative, (lh_cancel){0}, &b),
+         LH_INVALID_TTL);
+  EXPECT(lh_ids_open(store, NULL, 0, NULL, (lh_cancel){0}, &b), LH_EMPTY_NAME);
+  EXPECT(lh_ids_open(store, S("z-ids"), NULL, (lh_cancel){0}, NULL),
+         LH_INVALID_ARGUMENT);
+  lh_ids_options no_key = {.owner_key = NULL, .owner_key_len = 3};
+  EXPECT(lh_ids_open(store, S("z-ids"), &no_key, (lh_cancel){0}, &b),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_ids_next((lh_ids){0}, &after), LH_INVALID_ARGUMENT);
+  EXPECT(lh_ids_next((lh_ids){store.id}, &after), LH_INVALID_ARGUMENT);
+  EXPECT(lh_ids_next_into((lh_ids){store.id}, batch, 3, &n),
+         LH_INVALID_ARGUMENT);
+  lh_id_layout bad = layout;
+  bad.sequence_bits = 0;
+  EXPECT(lh_id_layout_parts(bad, 1, &parts), LH_INVALID_ARGUMENT);
+  EXPECT(lh_id_layout_parts(layout, 1, NULL), LH_INVALID_ARGUMENT);
+  lh_cancel cancel = {0};
+  OK(lh_cancel_new(&cancel));
+  OK(lh_cancel_fire(cancel));
+  EXPECT(lh_ids_open(store, S("z-ids"), NULL, cancel, &b), LH_CANCELLED);
+  OK(lh_cancel_free(cancel));
+}
+
+/* IDGEN-04 on a virtual clock that only this test moves: with no lead, the
+ * tick's sequence used up makes lh_ids_next fail NotReady (retryable) and
+ * lh_ids_next_async wait until the clock moves; a cancelled wait ends
+ * Cancelled, issuing nothing. */
+static void ids_waiting(void) {
+  lh_clock clock = {0};
+  OK(lh_clock_new(&clock));
+  lh_memory_options memory = {.clock = clock, .push = true};
+  lh_store store = {0};
+  OK(lh_store_memory_with(&memory, &store));
+  /* The virtual clock starts in 2024: an epoch before it. */
+  lh_id_layout layout = lh_id_layout_default();
+  layout.epoch_ms = 1700000000000ull;
+  lh_ids_options options = {.has_layout = true, .layout = layout,
+                            .has_max_lead = true, .max_lead_ns = 0};
+  lh_ids ids = {0};
+  OK(lh_ids_open(store, S("waiting-ids"), &options, (lh_cancel){0}, &ids));
+  static uint64_t tick[5000];
+  size_t n = 0;
+  lh_error *err = lh_ids_next_into(ids, tick, 5000, &n);
+  if (lh_error_code(err) == LH_NOT_READY) {
+    /* The floor's tick is the store's now: the next one comes first. */
+    lh_error_free(err);
+    OK(lh_clock_advance(clock, SECOND / 1000, SECOND / 1000));
+    err = lh_ids_next_into(ids, tick, 5000, &n);
+  }
+  OK(err);
+  /* Every ID of the store's tick, and not one more. */
+  size_t total = n;
+  while ((err = lh_ids_next_into(ids, tick, 5000, &n)) == NULL) total += n;
+  EXPECT(err, LH_NOT_READY);
+  CHECK(total == 4096);
+  uint64_t id = 0;
+  EXPECT(lh_ids_next(ids, &id), LH_NOT_READY);
+  CHECK(id == 0);
+
+  struct completion cancelled = COMPLETION;
+  lh_cancel cancel = {0};
+  OK(lh_cancel_new(&cancel));
+  CHECK(lh_ids_next_async(ids, cancel, completed,
+                          (uint64_t)(uintptr_t)&cancelled, NULL));
+  OK(lh_cancel_fire(cancel));
+  lh_outcome gave_up = await_completion(&cancelled);
+  EXPECT(gave_up.error, LH_CANCELLED);
+  OK(lh_cancel_free(cancel));
+
+  struct completion waited = COMPLETION;
+  lh_outcome later = {0};
+  CHECK(lh_ids_next_async(ids, (lh_cancel){0}, completed,
+                          (uint64_t)(uintptr_t)&waited, &later));
+  usleep(20000);
+  CHECK(waited.calls == 0);
+  OK(lh_clock_advance(clock, SECOND / 1000, SECOND / 1000));
+  lh_outcome got = await_completion(&waited);
+  CHECK(got.error == NULL && got.held);
+  lh_id_parts parts;
+  OK(lh_id_layout_parts(layout, got.fence, &parts));
+  CHECK(parts.sequence == 0);
+  OK(lh_ids_next(ids, &id));
+  CHECK(id > got.fence);
+
+  /* The store closed under the generator: Lost. */
+  OK(lh_store_close(store));
+  EXPECT(lh_ids_next(ids, &id), LH_LOST);
+  EXPECT(lh_ids_close(ids), LH_LOST);
+  OK(lh_ids_free(ids));
+  OK(lh_clock_free(clock));
+}
+
 static void loss_on_close(void) {
   lh_store store = {0};
   OK(lh_store_memory(&store));
@@ -629,8 +854,10 @@ int main(void) {
   bad_input(store);
   manual(store);
   slots(store);
+  ids(store);
   OK(lh_store_close(store));
   slot_holds();
+  ids_waiting();
   loss_on_close();
   /* A finalizer's free: the handle goes, nothing blocks, closing it fails. */
   lh_store freed = {0};
