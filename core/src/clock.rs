@@ -89,16 +89,14 @@ impl Clock {
 
     /// The time of day in milliseconds since the Unix epoch, as slot leases
     /// stamp it (SLOT-03). A virtual clock's day starts at
-    /// [`VIRTUAL_UNIX_ORIGIN_MS`] and moves with the clock.
+    /// [`VIRTUAL_UNIX_ORIGIN_MS`], moves with the clock and is off by its
+    /// wall offset ([`VirtualClock::set_wall_offset`]).
     pub fn unix_millis(&self) -> u64 {
         match self {
             Clock::Monotonic => std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-            Clock::Virtual(v) => {
-                let since = u64::try_from(v.now().since_origin().as_millis()).unwrap_or(u64::MAX);
-                VIRTUAL_UNIX_ORIGIN_MS.saturating_add(since)
-            }
+            Clock::Virtual(v) => v.unix_millis(),
         }
     }
 
@@ -156,6 +154,8 @@ struct VirtualState {
     sleepers: BTreeMap<(Duration, u64), Waker>,
     /// Sleeps woken whose task has not polled them since (or dropped them).
     woken: HashSet<u64>,
+    /// How far the clock's time of day is off, in milliseconds (skew).
+    wall_offset_ms: i64,
 }
 
 /// A clock that stands still until [`VirtualClock::advance`] or
@@ -178,6 +178,21 @@ impl VirtualClock {
     /// The current instant.
     pub fn now(&self) -> Instant {
         Instant(self.state().now)
+    }
+
+    /// The time of day: [`VIRTUAL_UNIX_ORIGIN_MS`] plus the time since the
+    /// origin plus the wall offset, in milliseconds since the Unix epoch.
+    pub fn unix_millis(&self) -> u64 {
+        let st = self.state();
+        let since = u64::try_from(st.now.as_millis()).unwrap_or(u64::MAX);
+        let day = VIRTUAL_UNIX_ORIGIN_MS.saturating_add(since);
+        day.saturating_add_signed(st.wall_offset_ms)
+    }
+
+    /// Sets how far the time of day is off (a skewed wall clock, or one
+    /// stepped back or forward), in milliseconds; the instants do not move.
+    pub fn set_wall_offset(&self, offset_ms: i64) {
+        self.state().wall_offset_ms = offset_ms;
     }
 
     /// Moves the clock by `by` at once and wakes every sleeper whose deadline passed.

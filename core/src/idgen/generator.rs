@@ -164,9 +164,7 @@ impl IdsBuilder {
             slots = slots.timeout(timeout);
         }
         let slots = slots.open()?;
-        // A fresh instance every time: an instance reused by a process that
-        // forgot what it issued would get its old lease and floor back.
-        let owner = Owner::new(&self.owner_key)?;
+        let owner = fresh_owner(&self.owner_key)?;
         let Some(holding) = slots.begin(&owner, self.preferred).await? else {
             return Err(Error::new(
                 ErrorKind::NotReady,
@@ -194,6 +192,17 @@ impl IdsBuilder {
             }),
         })
     }
+}
+
+/// The owner of a new generator: a fresh instance every time, since an
+/// instance reused by a process that forgot what it issued would get its
+/// old lease and floor back (SLOT-01) and issue its IDs again.
+pub(crate) fn fresh_owner(key: &str) -> Result<Owner> {
+    #[cfg(test)]
+    if super::mutants::on(super::mutants::Mutant::ReuseOwnerInstance) {
+        return Owner::with_instance(key, "reused");
+    }
+    Owner::new(key)
 }
 
 #[derive(Debug)]

@@ -68,9 +68,17 @@ impl Issuer {
         slot: Arc<HeldSlotCell>,
         floor: u64,
     ) -> Issuer {
+        #[allow(unused_mut)]
+        let mut after = 1;
+        #[cfg(test)]
+        if super::mutants::on(super::mutants::Mutant::IssueAtFloor) {
+            after = 0;
+        }
         let start = match layout.tick_of(floor) {
             // The floor's tick starts at or before the floor: start at the next.
-            Some(tick) => tick.saturating_add(1).min(layout.max_tick() + 1) << layout.sequence_bits,
+            Some(tick) => {
+                tick.saturating_add(after).min(layout.max_tick() + 1) << layout.sequence_bits
+            }
             None => 0,
         };
         Issuer {
@@ -112,7 +120,12 @@ impl Issuer {
         if now_tick > layout.max_tick() {
             return Err(Blocked::Overflow);
         }
-        let ceiling_tick = layout.tick_of(self.slot.ceiling());
+        #[allow(unused_mut)]
+        let mut ceiling_tick = layout.tick_of(self.slot.ceiling());
+        #[cfg(test)]
+        if super::mutants::on(super::mutants::Mutant::IssueAtCeilingPlusOne) {
+            ceiling_tick = ceiling_tick.map(|t| t + 1);
+        }
         let lead_tick = layout.tick_of(store_ms.saturating_add(self.max_lead_ms));
         let mut cur = self.next.load(Ordering::Acquire);
         loop {
@@ -194,6 +207,10 @@ impl Issuer {
     /// Seals the issuer: nothing is issued after this. Says the start of
     /// the largest tick issued (0: nothing issued), read in the same step.
     pub(crate) fn seal(&self) -> u64 {
+        #[cfg(test)]
+        if super::mutants::on(super::mutants::Mutant::RecordAfterSealing) {
+            return self.last_issued_ms();
+        }
         self.ms_before(self.next.fetch_or(SEALED, Ordering::AcqRel) & !SEALED)
     }
 

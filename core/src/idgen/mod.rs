@@ -37,6 +37,10 @@ mod generator;
 mod issuer;
 mod layout;
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
+mod mutants;
+#[cfg(test)]
 mod tests;
 
 pub use generator::{IdGenerator, IdsBuilder, DEFAULT_MAX_LEAD, DEFAULT_OWNER_KEY};
