@@ -8,6 +8,7 @@ mod bridge;
 mod convert;
 mod errors;
 mod holding;
+mod idgen;
 mod kept;
 mod lease;
 mod lock;
@@ -33,6 +34,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<slots::PySlots>()?;
     m.add_class::<slot_holding::PySlotHolding>()?;
     m.add_class::<slot_holding::PyHeldSlot>()?;
+    m.add_class::<idgen::PyIdLayout>()?;
+    m.add_class::<idgen::PyIdParts>()?;
+    m.add_class::<idgen::PyIdGenerator>()?;
+    idgen::count_forks(m)?;
     m.add_class::<testing::PyVirtualClock>()?;
     m.add_class::<bridge::LoopDriver>()?;
     m.add_function(wrap_pyfunction!(store::memory, m)?)?;

@@ -7,6 +7,7 @@ use tokio::runtime::Handle;
 
 use crate::bridge::{self, Cancel};
 use crate::convert;
+use crate::idgen::{self, PyIdGenerator, PyIdLayout};
 use crate::lock::PyLock;
 use crate::manual::PyManualLease;
 use crate::runtime;
@@ -121,6 +122,73 @@ impl PyStore {
             .open()
             .map(|s| PySlots::new(s, self.runtime.clone()))
             .map_err(|e| crate::errors::to_py(name.py(), e))
+    }
+
+    /// Opens an ID generator on a slot of the namespace `namespace` (IDGEN):
+    /// an awaitable of an `IdGenerator`; `NotReady` when every slot is held.
+    /// `layout` is an `IdLayout` (the core's default when `None`); `limit`,
+    /// `offset` and `preferred` `int`s; `ttl`, `tolerance`, `timeout` and
+    /// `max_lead` durations; `owner_key` a `str`. Cancelling the awaiting
+    /// task lets the open run on, and a generator it made is closed.
+    #[pyo3(signature = (
+        namespace, layout=None, limit=None, offset=None, ttl=None, tolerance=None,
+        timeout=None, max_lead=None, owner_key=None, preferred=None
+    ))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one argument per option of the generator, as Python passes them"
+    )]
+    fn ids<'py>(
+        &self,
+        py: Python<'py>,
+        namespace: &Bound<'py, PyAny>,
+        layout: Option<&Bound<'py, PyAny>>,
+        limit: Option<&Bound<'py, PyAny>>,
+        offset: Option<&Bound<'py, PyAny>>,
+        ttl: Option<&Bound<'py, PyAny>>,
+        tolerance: Option<&Bound<'py, PyAny>>,
+        timeout: Option<&Bound<'py, PyAny>>,
+        max_lead: Option<&Bound<'py, PyAny>>,
+        owner_key: Option<&Bound<'py, PyAny>>,
+        preferred: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let given = |v: Option<&Bound<'py, PyAny>>| v.filter(|v| !v.is_none()).cloned();
+        let mut builder = self.store.ids(&convert::name(namespace, "ID namespace")?);
+        if let Some(layout) = given(layout) {
+            builder = builder.layout(PyIdLayout::of(&layout)?);
+        }
+        if let Some(limit) = given(limit) {
+            builder = builder.limit(convert::unsigned(&limit, "limit")?);
+        }
+        if let Some(offset) = given(offset) {
+            builder = builder.offset(convert::unsigned(&offset, "offset")?);
+        }
+        if let Some(d) = convert::optional_duration(ttl, "ttl")? {
+            builder = builder.ttl(d);
+        }
+        if let Some(d) = convert::optional_duration(tolerance, "tolerance")? {
+            builder = builder.tolerance(d);
+        }
+        if let Some(d) = convert::optional_duration(timeout, "timeout")? {
+            builder = builder.timeout(d);
+        }
+        if let Some(d) = convert::optional_duration(max_lead, "max_lead")? {
+            builder = builder.max_lead(d);
+        }
+        if let Some(key) = given(owner_key) {
+            builder = builder.owner_key(&convert::name(&key, "owner key")?);
+        }
+        if let Some(slot) = given(preferred) {
+            builder = builder.preferred(convert::unsigned(&slot, "preferred slot")?);
+        }
+        let forks = idgen::forks();
+        let runtime = self.runtime.clone();
+        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+            builder
+                .open()
+                .await
+                .map(|ids| PyIdGenerator::new(ids, forks, runtime))
+        })
     }
 
     /// Takes the manual lease `name` if it is free (MANUAL-01): an

@@ -15,6 +15,7 @@ Every failure raises a subclass of :class:`LeaseholdError` with its ``code``.
 from __future__ import annotations
 
 from ._hold import Hold, TryHold
+from ._ids import IdGenerator, IdLayout, IdParts
 from ._native import Lease, __version__
 from ._slots import HeldSlot, Owner, SlotHold, SlotLease, Slots
 from ._store import Lock, ManualLease, Store, connect, connect_blocking, memory
@@ -47,6 +48,9 @@ __all__ = [
     "EmptyName",
     "HeldSlot",
     "Hold",
+    "IdGenerator",
+    "IdLayout",
+    "IdParts",
     "Internal",
     "InvalidArgument",
     "InvalidTtl",

@@ -169,6 +169,93 @@ class SlotHolding:
     def end(self) -> Awaitable[None]: ...
 
 @final
+class IdLayout:
+    """How an ID's bits are split, high to low: ``time_bits`` of ticks of
+    ``tick_ms`` since ``epoch_ms``, ``node_bits`` of node, ``sequence_bits``
+    of sequence; at most 63 bits in all."""
+
+    DEFAULT: ClassVar[IdLayout]
+    """41 bits of milliseconds from 2026-01-01, 10 of node, 12 of sequence."""
+    DEFAULT_EPOCH_MS: ClassVar[int]
+    """2026-01-01T00:00:00Z in milliseconds since the Unix epoch."""
+    @staticmethod
+    def js_safe() -> IdLayout:
+        """IDs below 2**53: 41 bits of milliseconds, 6 of node, 6 of sequence."""
+    @staticmethod
+    def seconds() -> IdLayout:
+        """31 bits of seconds, 10 of node, 22 of sequence."""
+    @staticmethod
+    def custom(
+        time_bits: int,
+        node_bits: int,
+        sequence_bits: int,
+        *,
+        tick_ms: int | None = None,
+        epoch_ms: int | None = None,
+    ) -> IdLayout:
+        """These splits, ticks of ``tick_ms`` (1 by default, at most an hour)
+        from ``epoch_ms`` (:attr:`DEFAULT_EPOCH_MS`); at least one bit of each
+        part and at most 63 in all, else ``InvalidArgument``."""
+    @property
+    def time_bits(self) -> int: ...
+    @property
+    def node_bits(self) -> int: ...
+    @property
+    def sequence_bits(self) -> int: ...
+    @property
+    def tick_ms(self) -> int: ...
+    @property
+    def epoch_ms(self) -> int: ...
+    def parts(self, id: int) -> IdParts:
+        """Takes the ID ``id`` apart."""
+    def describe(self) -> str:
+        """A short description: ``"41/10/12 ms"``."""
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+@final
+class IdParts:
+    """An ID taken apart by :meth:`IdLayout.parts`."""
+
+    @property
+    def tick(self) -> int:
+        """Ticks since the layout's epoch."""
+    @property
+    def timestamp_ms(self) -> int:
+        """The tick's start in milliseconds since the Unix epoch."""
+    @property
+    def node(self) -> int:
+        """The node number."""
+    @property
+    def sequence(self) -> int:
+        """The sequence within the tick."""
+    def __eq__(self, other: object) -> bool: ...
+    __hash__: ClassVar[None]  # type: ignore[assignment]
+
+@final
+class IdGenerator:
+    """An ID generator holding one slot lease of a namespace."""
+
+    def next_nowait(self) -> int: ...
+    def next_async(self) -> Awaitable[int]: ...
+    def take_nowait(self, n: int) -> list[int]: ...
+    def take(self, n: int) -> Awaitable[list[int]]: ...
+    def close(self) -> Awaitable[None]: ...
+    @property
+    def node(self) -> int: ...
+    @property
+    def layout(self) -> IdLayout: ...
+    @property
+    def lease(self) -> SlotLease: ...
+    @property
+    def last_issued(self) -> int: ...
+    @property
+    def lost(self) -> bool: ...
+    def rust_next_cycles(self, cycles: int) -> tuple[float, int]:
+        """Benchmark hook: seconds taken by ``cycles`` calls of the core's
+        ``next()`` in Rust, and how many answered ``NotReady``."""
+
+@final
 class Holding:
     """A key held from ``Lock.begin`` to ``Holding.end``."""
 
@@ -223,6 +310,19 @@ class Store:
         timeout: Duration | None = None,
         margin: Duration | None = None,
     ) -> Slots: ...
+    def ids(
+        self,
+        namespace: str,
+        layout: IdLayout | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        ttl: Duration | None = None,
+        tolerance: Duration | None = None,
+        timeout: Duration | None = None,
+        max_lead: Duration | None = None,
+        owner_key: str | None = None,
+        preferred: int | None = None,
+    ) -> Awaitable[IdGenerator]: ...
     def try_acquire(self, name: str, ttl: Duration) -> Awaitable[ManualLease | None]: ...
     def acquire(
         self, name: str, ttl: Duration, wait: Duration | None = None
