@@ -7,6 +7,7 @@ from types import TracebackType
 
 from . import _native
 from ._hold import Hold, TryHold
+from ._ids import IdGenerator, IdLayout
 from ._slots import Slots
 from ._types import Duration, Pem
 from .errors import InvalidArgument
@@ -151,6 +152,48 @@ class Store:
         sent to the store. The namespace's first use fixes its limit,
         tolerance and offset (SLOT-02)."""
         return Slots(self._native.slots(name, limit, offset, ttl, tolerance, timeout, margin))
+
+    async def ids(
+        self,
+        namespace: str,
+        *,
+        layout: IdLayout | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        ttl: Duration | None = None,
+        tolerance: Duration | None = None,
+        timeout: Duration | None = None,
+        max_lead: Duration | None = None,
+        owner_key: str | None = None,
+        preferred: int | None = None,
+    ) -> IdGenerator:
+        """An ID generator on a slot of the namespace ``namespace`` (IDGEN),
+        renewed in the background until it is closed. ``layout``: the bit
+        layout, :attr:`IdLayout.DEFAULT` (41/10/12 in ms) by default, fixed by
+        the namespace's first use (``NamespaceMismatch`` otherwise);
+        ``limit``: the slots (node numbers ``offset`` to ``offset + limit -
+        1``, which the node bits must hold), as many as the node bits hold
+        (at most 65536) by default; ``ttl``, ``tolerance``, ``timeout``: the
+        slot lease's, as for :meth:`slots`; ``max_lead``: how far ahead of
+        the store's clock IDs may be issued (1 s by default, 0: never ahead);
+        ``owner_key``: the key its slot is leased under
+        (``"leasehold-ids"``), with a fresh instance id for every generator;
+        ``preferred``: the slot to try first. Raises
+        :class:`~leasehold.NotReady` (retryable) when every slot is held."""
+        return IdGenerator(
+            await self._native.ids(
+                namespace,
+                layout,
+                limit,
+                offset,
+                ttl,
+                tolerance,
+                timeout,
+                max_lead,
+                owner_key,
+                preferred,
+            )
+        )
 
     async def try_acquire(self, name: str, ttl: Duration) -> ManualLease | None:
         """The manual lease ``name`` if it is free now, else ``None`` (MANUAL-01)."""
