@@ -455,13 +455,17 @@ async fn run(mut store: Store, url: &str, layout_name: &str, layout: IdLayout) {
         report.duplicates,
         started.elapsed().as_secs_f64(),
     );
-    assert!(
-        report.violations.is_empty(),
-        "{} violations (duplicates {}):\n{}",
-        report.violations.len(),
-        report.duplicates,
-        report.violations.join("\n")
-    );
+    if !report.violations.is_empty() {
+        // The logs are the evidence: kept, and named.
+        let logs = dir.keep();
+        panic!(
+            "{} violations (duplicates {}; the logs are in {}):\n{}",
+            report.violations.len(),
+            report.duplicates,
+            logs.display(),
+            report.violations.join("\n")
+        );
+    }
     assert_eq!(report.duplicates, 0);
 
     // The killed worker's slot went on with a later holder, above it.
