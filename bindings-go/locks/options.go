@@ -8,8 +8,9 @@ import (
 // Option sets an option of OpenLock (TTL, MaxHold, Wait, Margin), of a
 // call that waits (Wait), of Connect (Token, CA, User, ClientCert,
 // AcceptOldEtcd), of Store.Slots (Limit,
-// TTL, Tolerance, Offset, Timeout, Margin) or of Slots.Acquire and
-// Slots.Hold (Preferred). A call given an option it does not take fails
+// TTL, Tolerance, Offset, Timeout, Margin), of Slots.Acquire and
+// Slots.Hold (Preferred) or of Store.IDs (Layout, Limit, Offset, TTL,
+// Tolerance, Timeout, MaxLead, OwnerKey, Preferred). A call given an option it does not take fails
 // ErrInvalidArgument.
 type Option struct {
 	name  string
@@ -25,6 +26,9 @@ type settings struct {
 	acceptOldEtcd              bool
 	tolerance, timeout         *time.Duration
 	limit, offset, preferred   *uint32
+	layout                     *IDLayout
+	maxLead                    *time.Duration
+	ownerKey                   *string
 }
 
 // TTL: how long a lease lasts without renewal, 1 s to 1 h, 10 s when not
@@ -107,7 +111,9 @@ func collect(call string, opts []Option, allowed ...string) (settings, error) {
 	return s, nil
 }
 
-// Limit: a slot namespace has the slots [0, n), 1 to 65536; 1024 when not given.
+// Limit: a slot namespace has the slots [0, n), 1 to 65536; 1024 when not
+// given (for Store.IDs: as many as the layout's node bits hold above the
+// Offset, at most 65536).
 func Limit(n uint32) Option {
 	return Option{"Limit", func(s *settings) { s.limit = &n }}
 }
@@ -132,7 +138,26 @@ func Timeout(d time.Duration) Option {
 }
 
 // Preferred: the slot Slots.Acquire (and Slots.Hold) tries after one the
-// owner holds already; it must lie in [0, limit).
+// owner holds already, and Store.IDs tries first; it must lie in [0, limit).
 func Preferred(slot uint32) Option {
 	return Option{"Preferred", func(s *settings) { s.preferred = &slot }}
+}
+
+// Layout: the bit layout of Store.IDs' IDs (DefaultLayout when not given),
+// fixed by the namespace's first use (ErrNamespaceMismatch otherwise).
+func Layout(l IDLayout) Option {
+	return Option{"Layout", func(s *settings) { s.layout = &l }}
+}
+
+// MaxLead: how far ahead of the store's clock Store.IDs' generator may
+// issue (a tick's sequence used up borrows the next tick); 1 s when not
+// given, zero: never ahead.
+func MaxLead(d time.Duration) Option {
+	return Option{"MaxLead", func(s *settings) { s.maxLead = &d }}
+}
+
+// OwnerKey: the owner key Store.IDs' generator leases its slot under
+// ("leasehold-ids" when not given); every generator gets a fresh instance id.
+func OwnerKey(key string) Option {
+	return Option{"OwnerKey", func(s *settings) { s.ownerKey = &key }}
 }

@@ -637,16 +637,24 @@ lh_error *lh_ids_info(lh_ids ids, lh_id_generator_info *out);
 // `out` must be NULL (an error) or valid for a write.
 lh_error *lh_ids_lease(lh_ids ids, lh_slot_lease *out);
 
-// Copies the instance id the generator's slot is leased under (fresh for
-// every generator) into `instance` (`instance_cap` bytes, not
-// NUL-terminated; `LH_NAME_MAX` always suffices), its length into
+// Copies the owner the generator's slot is leased under (the options'
+// key, and an instance id fresh for every generator) into `key` and
+// `instance` (`key_cap` and `instance_cap` bytes, not NUL-terminated;
+// `LH_NAME_MAX` always suffices), their lengths into `*key_len` and
 // `*instance_len`; a buffer too small fails `LH_INVALID_ARGUMENT` with
-// `*instance_len` set to the length needed.
+// both lengths set to the lengths needed.
 //
 // # Safety
-// `instance` must be NULL or valid for `instance_cap` bytes of writes;
-// `instance_len` NULL (an error) or valid for a write.
-lh_error *lh_ids_instance(lh_ids ids, uint8_t *instance, size_t instance_cap, size_t *instance_len);
+// `key` and `instance` must each be NULL or valid for their capacity in
+// bytes of writes; `key_len` and `instance_len` NULL (an error) or valid
+// for a write.
+lh_error *lh_ids_owner(lh_ids ids,
+                       uint8_t *key,
+                       size_t key_cap,
+                       size_t *key_len,
+                       uint8_t *instance,
+                       size_t instance_cap,
+                       size_t *instance_len);
 
 // Opens the lock `name` of `store` with `options` (NULL: every default).
 // Nothing is sent to the store; bad options fail at once (`LH_INVALID_TTL`,

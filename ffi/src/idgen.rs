@@ -533,41 +533,59 @@ pub unsafe extern "C" fn lh_ids_lease(ids: lh_ids, out: *mut lh_slot_lease) -> *
     })
 }
 
-/// Copies the instance id the generator's slot is leased under (fresh for
-/// every generator) into `instance` (`instance_cap` bytes, not
-/// NUL-terminated; `LH_NAME_MAX` always suffices), its length into
+/// Copies the owner the generator's slot is leased under (the options'
+/// key, and an instance id fresh for every generator) into `key` and
+/// `instance` (`key_cap` and `instance_cap` bytes, not NUL-terminated;
+/// `LH_NAME_MAX` always suffices), their lengths into `*key_len` and
 /// `*instance_len`; a buffer too small fails `LH_INVALID_ARGUMENT` with
-/// `*instance_len` set to the length needed.
+/// both lengths set to the lengths needed.
 ///
 /// # Safety
-/// `instance` must be NULL or valid for `instance_cap` bytes of writes;
-/// `instance_len` NULL (an error) or valid for a write.
+/// `key` and `instance` must each be NULL or valid for their capacity in
+/// bytes of writes; `key_len` and `instance_len` NULL (an error) or valid
+/// for a write.
 #[no_mangle]
-pub unsafe extern "C" fn lh_ids_instance(
+pub unsafe extern "C" fn lh_ids_owner(
     ids: lh_ids,
+    key: *mut u8,
+    key_cap: usize,
+    key_len: *mut usize,
     instance: *mut u8,
     instance_cap: usize,
     instance_len: *mut usize,
 ) -> *mut lh_error {
     run(|| {
+        input::check_out("key_len", key_len)?;
         input::check_out("instance_len", instance_len)?;
         let lease = ids_of(ids)?.value.lease();
-        let id = lease.owner().instance().as_bytes();
+        let owner = lease.owner();
+        let (k, i) = (owner.key().as_bytes(), owner.instance().as_bytes());
         // SAFETY: passed on from the caller.
-        unsafe { input::write("instance_len", instance_len, id.len()) }?;
-        if instance.is_null() || instance_cap < id.len() {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                format!(
-                    "the instance buffer holds {instance_cap} bytes; the id needs {}",
-                    id.len()
-                ),
-            ));
+        unsafe {
+            input::write("key_len", key_len, k.len())?;
+            input::write("instance_len", instance_len, i.len())?;
         }
-        // SAFETY: non-NULL, and the caller promises `instance_cap` writable
-        // bytes, at least `id.len()`; a buffer of the caller's cannot overlap
-        // the library's string.
-        unsafe { std::ptr::copy_nonoverlapping(id.as_ptr(), instance, id.len()) };
+        for (what, buf, cap, text) in [
+            ("key", key, key_cap, k),
+            ("instance", instance, instance_cap, i),
+        ] {
+            if buf.is_null() || cap < text.len() {
+                return Err(Error::new(
+                    ErrorKind::InvalidArgument,
+                    format!(
+                        "the {what} buffer holds {cap} bytes; the owner's {what} needs {}",
+                        text.len()
+                    ),
+                ));
+            }
+        }
+        // SAFETY: both non-NULL, and the caller promises their capacities
+        // in writable bytes, checked to hold the texts; a buffer of the
+        // caller's cannot overlap the library's strings.
+        unsafe {
+            std::ptr::copy_nonoverlapping(k.as_ptr(), key, k.len());
+            std::ptr::copy_nonoverlapping(i.as_ptr(), instance, i.len());
+        }
         Ok(())
     })
 }

@@ -60,8 +60,8 @@ pub use held::{
 pub use idgen::{
     lh_id_generator_info, lh_id_layout, lh_id_layout_default, lh_id_layout_js_safe,
     lh_id_layout_parts, lh_id_layout_seconds, lh_id_parts, lh_ids, lh_ids_close,
-    lh_ids_close_async, lh_ids_free, lh_ids_info, lh_ids_instance, lh_ids_lease, lh_ids_next,
-    lh_ids_next_async, lh_ids_next_into, lh_ids_open, lh_ids_open_async, lh_ids_options,
+    lh_ids_close_async, lh_ids_free, lh_ids_info, lh_ids_lease, lh_ids_next, lh_ids_next_async,
+    lh_ids_next_into, lh_ids_open, lh_ids_open_async, lh_ids_options, lh_ids_owner,
 };
 pub use lock::{
     lh_call_options, lh_lock, lh_lock_begin, lh_lock_begin_async, lh_lock_free, lh_lock_open,

@@ -644,11 +644,16 @@ static void ids(lh_store store) {
   OK(lh_slot_lease_info(lease, &slot));
   CHECK(slot.node == info.node && slot.fence > 0);
   OK(lh_slot_lease_free(lease));
-  uint8_t instance[LH_NAME_MAX];
-  size_t instance_len = 0;
-  OK(lh_ids_instance(a, instance, sizeof instance, &instance_len));
+  uint8_t key[LH_NAME_MAX], instance[LH_NAME_MAX];
+  size_t key_len = 0, instance_len = 0;
+  OK(lh_ids_owner(a, key, sizeof key, &key_len, instance, sizeof instance,
+                  &instance_len));
+  CHECK(key_len == 6 && memcmp(key, "orders", 6) == 0);
   CHECK(instance_len > 0);
-  EXPECT(lh_ids_instance(a, instance, 1, &instance_len), LH_INVALID_ARGUMENT);
+  OK(lh_owner_check(key, key_len, instance, instance_len));
+  EXPECT(lh_ids_owner(a, key, sizeof key, &key_len, instance, 1,
+                      &instance_len),
+         LH_INVALID_ARGUMENT);
 
   /* IDGEN-01: the one slot is held, so a second generator is refused;
    * once the first closes, the second issues above everything it issued. */
