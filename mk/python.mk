@@ -6,7 +6,8 @@
 #                            mypy --strict (the package, a typed usage example, the
 #                            tests), pytest on the embedded and a server store
 #   make demo-holder-python  the Python holder of `make demo`
-#   make bench-python        the hold cycle through Python next to Rust, with the ratio
+#   make bench-python        the hold cycle through Python next to Rust, with the ratio;
+#                            then the ID generator's calls next to the core's next()
 
 PYTHON ?= python3
 PY_DIR := bindings-python
@@ -58,3 +59,4 @@ bench-python: python-install
 	$(CARGO) build -q --release -p leasehold-server
 	$(PY) -m pip install -q --disable-pip-version-check uvloop
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_hold.py
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_ids.py
