@@ -77,7 +77,7 @@ export class NativeIdGenerator {
   readonly lease: NativeSlotLease
   readonly lastIssued: number
   readonly lost: boolean
-  next(): bigint
+  bindNext(): () => bigint
   takeNow(n: number): BigUint64Array
   nextAsync(cancel: Canceller | null): Eventually<bigint>
   take(n: number, cancel: Canceller | null): Eventually<BigUint64Array>

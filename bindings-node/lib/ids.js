@@ -172,6 +172,8 @@ class IdLayout {
 class IdGenerator {
   /** @type {NativeIdGenerator} */
   #native
+  /** Issues the next ID without waiting: the addon's function bound to this generator. */
+  #next
   /** @type {IdLayout | null} */
   #layout = null
 
@@ -181,6 +183,7 @@ class IdGenerator {
    */
   constructor(native) {
     this.#native = native
+    this.#next = native.bindNext()
   }
 
   /**
@@ -191,7 +194,7 @@ class IdGenerator {
    */
   nextNow() {
     try {
-      return this.#native.next()
+      return this.#next()
     } catch (error) {
       throw fromNative(error)
     }
@@ -207,7 +210,7 @@ class IdGenerator {
     const signal = args.signal(args.options('next options', options, ['signal']).signal)
     if (!signal?.aborted) {
       try {
-        return this.#native.next()
+        return this.#next()
       } catch (error) {
         const { code } = /** @type {{ code?: unknown }} */ (error)
         if (code !== 'NOT_READY') throw fromNative(error)

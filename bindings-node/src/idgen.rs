@@ -8,13 +8,13 @@ use std::future::Future;
 
 use leasehold::idgen::{IdGenerator, IdLayout};
 use leasehold::{CancellationToken, Error, ErrorKind};
-use napi::bindgen_prelude::{BigInt, BigUint64Array};
+use napi::bindgen_prelude::{BigInt, BigUint64Array, Function};
 use napi::Env;
 use napi_derive::napi;
 use tokio::runtime::Handle;
 
 use crate::cancel::Canceller;
-use crate::errors::{thrown, Thrown};
+use crate::errors::{self, thrown, Thrown};
 use crate::promise::{self, Eventually};
 use crate::slots::{js_millis, millis_arg, NativeSlotLease};
 
@@ -220,14 +220,20 @@ impl NativeIdGenerator {
 
 #[napi]
 impl NativeIdGenerator {
-    /// The next ID, without waiting (`IdGenerator::next`): throws
-    /// `NOT_READY` when none can be issued yet (retryable), `OVERFLOW` when
-    /// the layout's time range is used up, `LOST` once the slot was lost or
-    /// the generator closed (IDGEN-04). A `u64` becomes a bigint in one
-    /// Node-API call.
+    /// A function of no arguments that issues the next ID without waiting
+    /// (`IdGenerator::next`): it throws `NOT_READY` when none can be issued
+    /// yet (retryable), `OVERFLOW` when the layout's time range is used up,
+    /// `LOST` once the slot was lost or the generator closed (IDGEN-04).
+    /// `nextNow`'s one Node-API call: a function bound to the generator
+    /// takes no arguments, so no class instance is unwrapped and checked
+    /// per call (a third of a method call's cost, docs/node.md "IDs"), and
+    /// its `u64` becomes a bigint with `napi_create_bigint_uint64`.
     #[napi(catch_unwind)]
-    pub fn next(&self) -> Result<u64, Thrown> {
-        self.ids.next().map_err(thrown)
+    pub fn bind_next<'env>(&self, env: &'env Env) -> napi::Result<Function<'env, (), u64>> {
+        let ids = self.ids.clone();
+        env.create_function_from_closure("nextNow", move |call| {
+            ids.next().map_err(|e| errors::rejection(call.env, &e))
+        })
     }
 
     /// As many IDs as can be issued now, up to `n` (1 to `MAX_TAKE`), in
