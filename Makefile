@@ -7,7 +7,7 @@ CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 COVERAGE := ../shared/tools/contract-coverage
 
-.PHONY: all demo demo-embedded test lint fmt-check clippy rust-test coverage bench bench-embedded bench-compare toolchain
+.PHONY: all demo demo-embedded test lint fmt-check clippy rust-test coverage bench bench-embedded bench-compare bench-ids toolchain
 
 all: test
 
@@ -50,11 +50,18 @@ rust-test: etcd
 coverage:
 	@if [ -x $(COVERAGE) ]; then $(COVERAGE) | tail -n 4; else echo "no $(COVERAGE): coverage not checked"; fi
 
-bench: bench-embedded bench-compare
+bench: bench-embedded bench-compare bench-ids
 
 bench-embedded:
 	$(CARGO) bench -p leasehold-bench --bench embedded
 	$(CARGO) run --release -q -p leasehold-bench --bin lease_memory
+
+# The ID generator on the embedded and the server store, next to Redis INCR
+# and etcd revisions as ID sources (docs/ids.md).
+bench-ids: etcd protoc
+	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
+	$(CARGO) build --release -p leasehold-server
+	$(CARGO) run --release -q -p leasehold-bench --features compare --bin ids
 
 # Leasehold's server store vs etcd and Redis on this machine (docs/benchmarks.md).
 # Installs etcd, Redis and protoc (etcd-client's build needs it) when missing.
