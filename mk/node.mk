@@ -7,6 +7,8 @@
 #                          node --test on the embedded and the server store
 #   make demo-holder-node  the Node holder of `make demo`
 #   make bench-node        the hold cycle through Node next to Rust, with the ratio
+#   make bench-node-ids    the ID generator's nextNow() and takeNow() through Node
+#                          next to Rust's next() and next_into(), with the ratio
 
 NPM ?= npm
 NODE ?= node
@@ -21,7 +23,7 @@ FROM_SOURCE := LEASEHOLD_BUILD_FROM_SOURCE=1
 BINDING_TESTS += node-test
 DEMO_HOLDERS += node
 
-.PHONY: node-test node-install node-dev node-lint demo-holder-node bench-node
+.PHONY: node-test node-install node-dev node-lint demo-holder-node bench-node bench-node-ids
 
 # `npm install ./bindings-node` in a scratch project, asked to build from
 # source: the package's install script builds the addon with cargo (sharing
@@ -54,3 +56,8 @@ bench-node:
 	$(CARGO) build --release -p leasehold-server -p leasehold-node --example hold_cycle
 	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js
 	cd $(NODE_DIR) && $(NODE) bench/hold-cycle.mjs
+
+bench-node-ids:
+	$(CARGO) build --release -p leasehold-node --example ids_next
+	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js
+	cd $(NODE_DIR) && $(NODE) bench/ids.mjs
