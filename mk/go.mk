@@ -4,7 +4,8 @@
 #                        gofmt, go vet, go test -race with GODEBUG=cgocheck=1
 #                        and the tag leasehold_testing (the test hooks)
 #   make demo-holder-go  the Go holder of `make demo`
-#   make bench-go        the hold cycle through Go next to Rust, with the ratio
+#   make bench-go        the hold cycle through Go next to Rust, with the ratio;
+#                        the ID generator's Next and NextInto through Go
 
 GO ?= go
 GO_DIR := bindings-go
