@@ -182,7 +182,8 @@ function idSuite(/** @type {string} */ kind, /** @type {() => Promise<any>} */ o
 
       // The waiting call resolves once the store's clock passes the floor.
       const [next, more] = await Promise.all([behind.next(), behind.take(3)])
-      assert.ok(Date.now() >= floor, 'waited for the floor')
+      // The store's clock as the client tracks it may lead the local one by a round trip.
+      assert.ok(Date.now() >= floor - 50, 'waited for the floor')
       assert.ok(layout.parts(next).timestampMs > floor)
       assert.equal(more.length, 3)
       // Two IDs a millisecond and no lead: the next tick may not have come yet.
