@@ -190,8 +190,8 @@ class IdLayout:
         node_bits: int,
         sequence_bits: int,
         *,
-        tick_ms: int | None = None,
-        epoch_ms: int | None = None,
+        tick_ms: int = 1,
+        epoch_ms: int = ...,
     ) -> IdLayout:
         """These splits, ticks of ``tick_ms`` (1 by default, at most an hour)
         from ``epoch_ms`` (:attr:`DEFAULT_EPOCH_MS`); at least one bit of each
