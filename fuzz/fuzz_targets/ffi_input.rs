@@ -4,13 +4,16 @@
 //! The input is up to six parts separated by `0xff` (a byte that is never
 //! UTF-8, so no part needs escaping): a duration string, a store URL, a
 //! lock name, a key, a manual lease name, and the options' numbers (a flags
-//! byte, then little-endian i64s: ttl, maxHold, wait, margin, lease ttl).
+//! byte, then little-endian i64s: ttl, maxHold, wait, margin, lease ttl,
+//! then an ID layout's bits and tick, its epoch, and an ID).
 //!
 //! Asserts: nothing panics (no `LH_INTERNAL`); every failure has the code
 //! its input calls for (`LH_INVALID_ARGUMENT` for bytes that are not UTF-8
 //! or a bad URL, `LH_INVALID_TTL` for durations, `LH_EMPTY_NAME` or
 //! `LH_INVALID_ARGUMENT` for names); a parsed duration is the core's parse
-//! of the same text; a name the core refuses is never accepted.
+//! of the same text; a name the core refuses is never accepted; an ID
+//! layout is taken apart by `lh_id_layout_parts` as the core does, or
+//! refused with `LH_INVALID_ARGUMENT` exactly when the core's check fails.
 //! A URL that parses is not connected to (it would reach the network): its
 //! parse is checked with the core's parsers that `lh_store_connect` calls
 //! before it opens a connection.
@@ -20,10 +23,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use leasehold::etcd::EtcdTarget;
+use leasehold::idgen::IdLayout;
 use leasehold::remote::Target;
 use leasehold::{duration, names};
 use leasehold_ffi::{
     lh_cancel, lh_code, lh_duration_parse, lh_error, lh_error_code, lh_error_free, lh_holding,
+    lh_id_layout, lh_id_layout_parts, lh_id_parts,
     lh_holding_end, lh_lock, lh_lock_begin_async, lh_lock_free, lh_lock_open, lh_lock_options,
     lh_lock_try_begin, lh_manual, lh_manual_free, lh_manual_release, lh_outcome, lh_store,
     lh_store_connect, lh_store_memory, lh_store_try_acquire,
@@ -80,7 +85,39 @@ fuzz_target!(|data: &[u8]| {
     };
     check_lock(lock_name, key, &options);
     check_manual(lease_name, number(numbers, 4));
+    check_layout(number(numbers, 5), number(numbers, 6), number(numbers, 7));
 });
+
+/// `lh_id_layout_parts`: the core's parts of `id` in the layout of `bits`
+/// (time, node and sequence bits, then the tick in ms) and `epoch`, or
+/// `LH_INVALID_ARGUMENT` when the core's check refuses the layout.
+fn check_layout(bits: i64, epoch: i64, id: i64) {
+    let b = bits.to_le_bytes();
+    let layout = lh_id_layout {
+        time_bits: b[0],
+        node_bits: b[1],
+        sequence_bits: b[2],
+        tick_ms: u32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+        epoch_ms: epoch as u64,
+    };
+    let core = IdLayout::custom(b[0], b[1], b[2])
+        .with_tick_ms(layout.tick_ms)
+        .with_epoch(layout.epoch_ms);
+    let mut parts = lh_id_parts::default();
+    // SAFETY: `parts` is valid for a write.
+    let c = code(unsafe { lh_id_layout_parts(layout, id as u64, &mut parts) });
+    if core.check().is_err() {
+        assert_eq!(c, lh_code::LH_INVALID_ARGUMENT, "layout {layout:?}");
+        return;
+    }
+    assert_eq!(c, lh_code::LH_OK, "layout {layout:?}");
+    let want = core.parts(id as u64);
+    assert_eq!(
+        (parts.tick, parts.timestamp_ms, parts.node, parts.sequence),
+        (want.tick, want.timestamp_ms, want.node, want.sequence),
+        "layout {layout:?}, id {id}"
+    );
+}
 
 /// `lh_duration_parse`: the core's parse, in nanoseconds, or `LH_INVALID_TTL`.
 fn check_duration(bytes: &[u8]) {
