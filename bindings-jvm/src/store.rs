@@ -1,0 +1,204 @@
+//! Stores: the embedded one, the server store or etcd over a connection,
+//! manual leases and closing.
+
+use std::sync::Arc;
+
+use leasehold::give_up;
+use leasehold::remote::ConnectOptions;
+use leasehold::{HoldOptions, ManualLease, Store};
+
+use crate::bridge::{self, OnDrop};
+use crate::durations;
+use crate::errors::NativeError;
+use crate::lock::NativeLock;
+use crate::manual::NativeManualLease;
+
+/// The error message of a `connect` given up by its caller.
+const GAVE_UP_CONNECTING: &str = "gave up connecting to the store";
+
+/// The error message of a `tryAcquire` given up by its caller.
+const GAVE_UP_TRYING: &str = "gave up trying for the lease";
+
+/// A store of leases (`leasehold::Store`).
+#[derive(uniffi::Object)]
+pub struct NativeStore {
+    store: Store,
+}
+
+impl NativeStore {
+    fn new(store: Store) -> Arc<NativeStore> {
+        Arc::new(NativeStore { store })
+    }
+}
+
+/// The embedded store, in this process (LOCK-19).
+#[uniffi::export]
+pub fn memory() -> Arc<NativeStore> {
+    let runtime = bridge::runtime();
+    let _entered = runtime.enter();
+    NativeStore::new(Store::memory())
+}
+
+/// The options of [`connect`] (`leasehold::remote::ConnectOptions`);
+/// `None`: not given.
+#[derive(uniffi::Record)]
+pub struct NativeConnectOptions {
+    /// The token the server's tokens file gives a role (LOCK-14).
+    #[uniffi(default = None)]
+    pub token: Option<String>,
+    /// PEM certificates to trust for TLS.
+    #[uniffi(default = None)]
+    pub ca_pem: Option<String>,
+    /// The etcd user.
+    #[uniffi(default = None)]
+    pub user: Option<String>,
+    /// The etcd user's password.
+    #[uniffi(default = None)]
+    pub password: Option<String>,
+    /// A PEM client certificate for TLS client authentication.
+    #[uniffi(default = None)]
+    pub client_cert_pem: Option<String>,
+    /// The PEM private key of `client_cert_pem`.
+    #[uniffi(default = None)]
+    pub client_key_pem: Option<String>,
+    /// Opens an etcd older than DIST-08's minimum versions.
+    #[uniffi(default = false)]
+    pub accept_old_etcd: bool,
+    /// How long one connection attempt may take, in nanoseconds.
+    #[uniffi(default = None)]
+    pub connect_timeout: Option<i64>,
+}
+
+/// Connects to the store at `url` (`Store::connect`): the server store
+/// (`leasehold://host:port`, or `leaseholds://` for TLS) or etcd
+/// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01). Cancelling
+/// the awaiting coroutine stops waiting; a store that connects later is
+/// closed at once.
+#[uniffi::export]
+pub async fn connect(
+    url: String,
+    options: NativeConnectOptions,
+) -> Result<Arc<NativeStore>, NativeError> {
+    bridge::cancellable(|cancel| async move {
+        let mut core = ConnectOptions {
+            token: options.token,
+            ca_pem: options.ca_pem.map(String::into_bytes),
+            user: options.user,
+            password: options.password,
+            client_cert_pem: options.client_cert_pem.map(String::into_bytes),
+            client_key_pem: options.client_key_pem.map(String::into_bytes),
+            accept_old_etcd: options.accept_old_etcd,
+            ..ConnectOptions::default()
+        };
+        if let Some(timeout) = durations::optional("connectTimeout", options.connect_timeout)? {
+            core.connect_timeout = timeout;
+        }
+        let connecting = async move { Store::connect(&url, core).await };
+        let store = give_up::unless_given_up(
+            Some(cancel),
+            &bridge::runtime(),
+            GAVE_UP_CONNECTING,
+            connecting,
+            give_up::dropped,
+        )
+        .await?;
+        Ok(NativeStore::new(store))
+    })
+    .await
+}
+
+#[uniffi::export]
+impl NativeStore {
+    /// Opens the lock `name` with these options in nanoseconds (LOCK-13);
+    /// nothing is sent.
+    pub fn lock(
+        &self,
+        name: String,
+        ttl: Option<i64>,
+        max_hold: Option<i64>,
+        wait: Option<i64>,
+        margin: Option<i64>,
+    ) -> Result<Arc<NativeLock>, NativeError> {
+        let open = || {
+            let mut builder = self.store.lock(&name);
+            if let Some(d) = durations::optional("ttl", ttl)? {
+                builder = builder.ttl(d);
+            }
+            if let Some(d) = durations::optional("maxHold", max_hold)? {
+                builder = builder.max_hold(d);
+            }
+            if let Some(d) = durations::optional("wait", wait)? {
+                builder = builder.wait(d);
+            }
+            if let Some(d) = durations::optional("margin", margin)? {
+                builder = builder.margin(d);
+            }
+            builder.open()
+        };
+        Ok(NativeLock::new(open()?))
+    }
+
+    /// Takes the manual lease `name` for `ttl` nanoseconds (else the default
+    /// ttl) if it is free; `None` when it is held (MANUAL-01). Cancelling
+    /// the awaiting coroutine stops waiting for the store's answer; a lease
+    /// that answers later is released at once.
+    pub async fn try_acquire(
+        &self,
+        name: String,
+        ttl: Option<i64>,
+    ) -> Result<Option<Arc<NativeManualLease>>, NativeError> {
+        let store = self.store.clone();
+        bridge::cancellable(|cancel| async move {
+            let ttl = durations::optional("ttl", ttl)?.unwrap_or(leasehold::duration::DEFAULT_TTL);
+            let attempt = async move { store.try_acquire(&name, ttl).await };
+            let release = |lease: Option<ManualLease>| async move {
+                if let Some(lease) = lease {
+                    let _ = lease.release().await;
+                }
+            };
+            let lease = give_up::unless_given_up(
+                Some(cancel),
+                &bridge::runtime(),
+                GAVE_UP_TRYING,
+                attempt,
+                release,
+            )
+            .await?;
+            Ok(lease.map(NativeManualLease::new))
+        })
+        .await
+    }
+
+    /// Waits for the manual lease `name` (MANUAL-02), at most `wait`
+    /// nanoseconds. Cancelling the awaiting coroutine gives up waiting and
+    /// leaves the line (LOCK-18).
+    pub async fn acquire(
+        &self,
+        name: String,
+        ttl: Option<i64>,
+        wait: Option<i64>,
+    ) -> Result<Arc<NativeManualLease>, NativeError> {
+        let store = self.store.clone();
+        bridge::cancellable(|cancel| async move {
+            let ttl = durations::optional("ttl", ttl)?.unwrap_or(leasehold::duration::DEFAULT_TTL);
+            let options = HoldOptions {
+                wait: durations::optional("wait", wait)?,
+                cancel: Some(cancel),
+            };
+            let lease = store.acquire(&name, ttl, &options).await?;
+            Ok(NativeManualLease::new(lease))
+        })
+        .await
+    }
+
+    /// Closes the store: its leases end, its waiting calls fail `Closed`.
+    /// It runs on to its end even if the awaiting coroutine is cancelled.
+    pub async fn close(&self) -> Result<(), NativeError> {
+        let store = self.store.clone();
+        bridge::spawn(OnDrop::RunOn, async move {
+            store.close().await;
+            Ok(())
+        })
+        .await
+    }
+}
