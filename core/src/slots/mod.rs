@@ -171,7 +171,73 @@ pub struct SlotLease {
     pub(crate) ceiling: u64,
 }
 
+/// A slot lease taken apart, to be kept as a plain value and made into a
+/// [`SlotLease`] again ([`SlotLease::from_parts`]): for callers whose leases
+/// travel as values, as seed 002's Java SPI passes them. The store checks
+/// the owner and the fence of whatever lease it is given (SLOT-04, SLOT-05),
+/// so a lease made up from parts renews or releases only what that owner
+/// holds under that fence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotLeaseParts {
+    /// The namespace.
+    pub namespace: String,
+    /// The owner.
+    pub owner: Owner,
+    /// The slot.
+    pub slot: u32,
+    /// The namespace's offset: the node is `slot + offset`.
+    pub offset: u32,
+    /// The fence.
+    pub fence: u64,
+    /// The floor (ms since the Unix epoch, the store's clock).
+    pub floor: u64,
+    /// The expiry (ms).
+    pub expires_at: u64,
+    /// The ceiling (ms).
+    pub ceiling: u64,
+}
+
 impl SlotLease {
+    /// The lease of `parts`; a namespace that is not a name, or a node
+    /// number (`slot + offset`) past `u32`, fails `InvalidArgument` /
+    /// `EmptyName`.
+    pub fn from_parts(parts: SlotLeaseParts) -> Result<SlotLease> {
+        names::check("slot namespace", &parts.namespace)?;
+        if parts.slot.checked_add(parts.offset).is_none() {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "slot {} plus offset {} overflows a node number",
+                    parts.slot, parts.offset
+                ),
+            ));
+        }
+        Ok(SlotLease {
+            namespace: parts.namespace,
+            owner: parts.owner,
+            slot: parts.slot,
+            offset: parts.offset,
+            fence: parts.fence,
+            floor: parts.floor,
+            expires_at: parts.expires_at,
+            ceiling: parts.ceiling,
+        })
+    }
+
+    /// The lease taken apart.
+    pub fn into_parts(self) -> SlotLeaseParts {
+        SlotLeaseParts {
+            namespace: self.namespace,
+            owner: self.owner,
+            slot: self.slot,
+            offset: self.offset,
+            fence: self.fence,
+            floor: self.floor,
+            expires_at: self.expires_at,
+            ceiling: self.ceiling,
+        }
+    }
+
     /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.namespace

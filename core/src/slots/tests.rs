@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use super::{AcquireResult, NamespaceSpec, Owner, SlotLease, SlotRequest, SlotTable};
+use super::{
+    AcquireResult, NamespaceSpec, Owner, SlotLease, SlotLeaseParts, SlotRequest, SlotTable,
+};
 use crate::error::ErrorKind;
 use crate::idgen::IdLayout;
 
@@ -363,4 +365,36 @@ fn err_03_bad_slot_requests() {
         ErrorKind::EmptyName
     );
     assert!(Owner::new("k").unwrap().instance().len() == 32);
+}
+
+// SLOT-04, SLOT-05: a lease kept as parts and made again renews and
+// releases as the lease did; one made up with another fence does neither.
+#[test]
+fn slot_04_a_lease_made_again_from_its_parts() {
+    let mut rig = Rig::new();
+    let a = rig.acquire(&owner("a", "1"), None, T0);
+    let again = SlotLease::from_parts(a.clone().into_parts()).unwrap();
+    assert_eq!(again, a);
+    let forged = SlotLease::from_parts(SlotLeaseParts {
+        fence: a.fence() + 1,
+        ..a.clone().into_parts()
+    })
+    .unwrap();
+    assert_eq!(rig.table.renew(&forged, TTL, T0 + 1_000).unwrap(), None);
+    assert!(!rig.table.release(&forged, T0 + 1_000, T0 + 1_000));
+    assert!(rig.table.renew(&again, TTL, T0 + 1_000).unwrap().is_some());
+    assert!(rig.table.release(&again, T0 + 1_000, T0 + 1_000));
+
+    let bad = |namespace: &str, slot: u32, offset: u32| {
+        SlotLease::from_parts(SlotLeaseParts {
+            namespace: namespace.into(),
+            slot,
+            offset,
+            ..a.clone().into_parts()
+        })
+        .unwrap_err()
+        .kind()
+    };
+    assert_eq!(bad("", 0, 0), ErrorKind::EmptyName);
+    assert_eq!(bad("ids", u32::MAX, 1), ErrorKind::InvalidArgument);
 }
