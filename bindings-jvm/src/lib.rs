@@ -1,5 +1,7 @@
-//! Leasehold for the JVM: the native library behind the Kotlin (and later
-//! Java) API in `kotlin/`, exported through uniffi.
+//! Leasehold for the JVM: the native library behind the Kotlin API
+//! (`src/main/kotlin/dev/leasehold`), the Java API over it
+//! (`…/dev/leasehold/java`) and seed 002's slot store SPI
+//! (`src/main/java/dev/leasehold/slots`), exported through uniffi.
 //!
 //! Every export only translates: JVM values into calls of the core, the
 //! core's answers into uniffi records and objects, its errors into one
@@ -7,7 +9,8 @@
 //! Waiting, renewal, deadlines, loss and release are the core's. The
 //! hand-written Kotlin layer builds the public API on these exports; the
 //! Kotlin uniffi generates from this library is written by the build into
-//! the target folder.
+//! the target folder (`mk/jvm.mk`). The feature `testing` adds the test
+//! hooks of `src/testing.rs`; the jar `make dist` ships is built without it.
 //!
 //! Asynchronous exports are `suspend` functions in Kotlin. Their core
 //! future runs as a task of the core's process runtime
@@ -21,9 +24,14 @@ pub mod bridge;
 pub mod durations;
 pub mod errors;
 pub mod holding;
+pub mod idgen;
 pub mod kept;
 pub mod lock;
 pub mod manual;
+pub mod slot_holding;
+pub mod slots;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 uniffi::setup_scaffolding!();

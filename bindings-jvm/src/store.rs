@@ -4,14 +4,17 @@
 use std::sync::Arc;
 
 use leasehold::give_up;
+use leasehold::idgen::IdLayout;
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, ManualLease, Store};
 
 use crate::bridge::{self, OnDrop};
 use crate::durations;
 use crate::errors::NativeError;
+use crate::idgen::{NativeIdGenerator, NativeIdLayout};
 use crate::lock::NativeLock;
 use crate::manual::NativeManualLease;
+use crate::slots::NativeSlots;
 
 /// The error message of a `connect` given up by its caller.
 const GAVE_UP_CONNECTING: &str = "gave up connecting to the store";
@@ -26,7 +29,8 @@ pub struct NativeStore {
 }
 
 impl NativeStore {
-    fn new(store: Store) -> Arc<NativeStore> {
+    /// Wraps a core store.
+    pub(crate) fn new(store: Store) -> Arc<NativeStore> {
         Arc::new(NativeStore { store })
     }
 }
@@ -105,6 +109,66 @@ pub async fn connect(
         Ok(NativeStore::new(store))
     })
     .await
+}
+
+/// The options of a slot namespace (`leasehold::slots::SlotsBuilder`);
+/// durations in nanoseconds; `None`: the core's default.
+#[derive(uniffi::Record)]
+pub struct NativeSlotsOptions {
+    /// The slots are `[0, limit)`.
+    #[uniffi(default = None)]
+    pub limit: Option<u32>,
+    /// The ttl of this handle's leases.
+    #[uniffi(default = None)]
+    pub ttl: Option<i64>,
+    /// How far a lease's ceiling lies beyond its expiry.
+    #[uniffi(default = None)]
+    pub tolerance: Option<i64>,
+    /// What a node number adds to the slot.
+    #[uniffi(default = None)]
+    pub offset: Option<u32>,
+    /// How long before a held slot's expiry its holder declares it lost.
+    #[uniffi(default = None)]
+    pub margin: Option<i64>,
+    /// How long one slot call may take before it fails `Timeout`.
+    #[uniffi(default = None)]
+    pub timeout: Option<i64>,
+    /// The namespace's ID layout, fixed by its first use.
+    #[uniffi(default = None)]
+    pub layout: Option<NativeIdLayout>,
+}
+
+/// The options of an ID generator (`leasehold::idgen::IdsBuilder`);
+/// durations in nanoseconds; `None`: the core's default.
+#[derive(uniffi::Record)]
+pub struct NativeIdsOptions {
+    /// The bit layout, fixed by the namespace's first use.
+    #[uniffi(default = None)]
+    pub layout: Option<NativeIdLayout>,
+    /// The namespace's slots are `[0, limit)`.
+    #[uniffi(default = None)]
+    pub limit: Option<u32>,
+    /// What a node number adds to the slot.
+    #[uniffi(default = None)]
+    pub offset: Option<u32>,
+    /// The slot lease's ttl.
+    #[uniffi(default = None)]
+    pub ttl: Option<i64>,
+    /// The slot lease's tolerance.
+    #[uniffi(default = None)]
+    pub tolerance: Option<i64>,
+    /// How long one slot call may take.
+    #[uniffi(default = None)]
+    pub timeout: Option<i64>,
+    /// How far ahead of the store's clock IDs may be issued.
+    #[uniffi(default = None)]
+    pub max_lead: Option<i64>,
+    /// The owner key the slot is leased under.
+    #[uniffi(default = None)]
+    pub owner_key: Option<String>,
+    /// The slot to try first.
+    #[uniffi(default = None)]
+    pub preferred: Option<u32>,
 }
 
 #[uniffi::export]
@@ -191,9 +255,88 @@ impl NativeStore {
         .await
     }
 
+    /// Opens the slot namespace `name` with these options (SLOT-02 fixes
+    /// them at its first use); nothing is sent.
+    pub fn slots(
+        &self,
+        name: String,
+        options: NativeSlotsOptions,
+    ) -> Result<Arc<NativeSlots>, NativeError> {
+        let open = || {
+            let mut b = self.store.slots(&name);
+            if let Some(limit) = options.limit {
+                b = b.limit(limit);
+            }
+            if let Some(d) = durations::optional("ttl", options.ttl)? {
+                b = b.ttl(d);
+            }
+            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
+                b = b.tolerance(d);
+            }
+            if let Some(offset) = options.offset {
+                b = b.offset(offset);
+            }
+            if let Some(d) = durations::optional("margin", options.margin)? {
+                b = b.margin(d);
+            }
+            if let Some(d) = durations::optional("timeout", options.timeout)? {
+                b = b.timeout(d);
+            }
+            if let Some(layout) = options.layout {
+                b = b.layout(IdLayout::try_from(layout)?);
+            }
+            b.open()
+        };
+        Ok(NativeSlots::new(open()?))
+    }
+
+    /// Opens an ID generator on a slot of namespace `name` (IDGEN): fails
+    /// `NotReady` when every slot is held. Cancelling the awaiting coroutine
+    /// stops waiting; a generator opened meanwhile is closed.
+    pub async fn ids(
+        &self,
+        name: String,
+        options: NativeIdsOptions,
+    ) -> Result<Arc<NativeIdGenerator>, NativeError> {
+        let store = self.store.clone();
+        bridge::spawn(OnDrop::Abort, async move {
+            let mut b = store.ids(&name);
+            if let Some(layout) = options.layout {
+                b = b.layout(IdLayout::try_from(layout)?);
+            }
+            if let Some(limit) = options.limit {
+                b = b.limit(limit);
+            }
+            if let Some(offset) = options.offset {
+                b = b.offset(offset);
+            }
+            if let Some(d) = durations::optional("ttl", options.ttl)? {
+                b = b.ttl(d);
+            }
+            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
+                b = b.tolerance(d);
+            }
+            if let Some(d) = durations::optional("timeout", options.timeout)? {
+                b = b.timeout(d);
+            }
+            if let Some(d) = durations::optional("maxLead", options.max_lead)? {
+                b = b.max_lead(d);
+            }
+            if let Some(key) = &options.owner_key {
+                b = b.owner_key(key);
+            }
+            if let Some(slot) = options.preferred {
+                b = b.preferred(slot);
+            }
+            Ok(NativeIdGenerator::new(b.open().await?))
+        })
+        .await
+    }
+
     /// Closes the store: its leases end, its waiting calls fail `Closed`.
     /// It runs on to its end even if the awaiting coroutine is cancelled.
-    pub async fn close(&self) -> Result<(), NativeError> {
+    /// (Not `close`, which the generated class has from `AutoCloseable`.)
+    pub async fn close_store(&self) -> Result<(), NativeError> {
         let store = self.store.clone();
         bridge::spawn(OnDrop::RunOn, async move {
             store.close().await;

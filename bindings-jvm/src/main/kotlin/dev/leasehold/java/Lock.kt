@@ -1,0 +1,80 @@
+package dev.leasehold.java
+
+import kotlinx.coroutines.future.await
+import java.time.Duration
+import java.util.Optional
+import java.util.concurrent.CompletableFuture
+import java.util.concurrent.CompletionStage
+import java.util.function.Function
+import dev.leasehold.Lease as KotlinLease
+import dev.leasehold.Lock as KotlinLock
+
+/** A lock for Java ([Store.lock]): keys held while a function's future runs (seed 000). */
+class Lock internal constructor(
+    private val lock: KotlinLock,
+) {
+    /** The lock's name. */
+    fun name(): String = lock.name
+
+    /**
+     * Waits in line for [key] (at most [wait] if given, else the lock's own),
+     * then calls [fn] with the lease and holds the key until the future it
+     * returns completes, then releases it (LOCK-11). A lost lease cancels
+     * that future (LOCK-09), and the returned one then fails
+     * `dev.leasehold.LeaseLost`, the function's own failure kept as its cause
+     * (LOCK-10). Cancelling the returned future while it waits leaves the
+     * line (LOCK-18).
+     */
+    fun <T> hold(
+        key: String,
+        wait: Duration?,
+        fn: Function<Lease, out CompletionStage<T>>,
+    ): CompletableFuture<T> = futureOf { lock.hold(key, wait.toOptionalKotlin()) { run(fn, it) } }
+
+    /** As [hold] with the lock's own bound on waiting. */
+    fun <T> hold(
+        key: String,
+        fn: Function<Lease, out CompletionStage<T>>,
+    ): CompletableFuture<T> = hold(key, null, fn)
+
+    /**
+     * Holds [key] while [fn]'s future runs, as [hold] does, if the key is
+     * free now; empty, and [fn] is not called, when it is held (LOCK-17).
+     * (Empty too when [fn]'s future completes with null.)
+     */
+    fun <T : Any> tryHold(
+        key: String,
+        fn: Function<Lease, out CompletionStage<T>>,
+    ): CompletableFuture<Optional<T>> = futureOf { lock.tryHold(key) { Optional.ofNullable(run(fn, it)) } ?: Optional.empty() }
+
+    private suspend fun <T> run(
+        fn: Function<Lease, out CompletionStage<T>>,
+        lease: KotlinLease,
+    ): T = fn.apply(Lease(lease)).await()
+}
+
+/** The lease of a held key, as the function running under it sees it. */
+class Lease internal constructor(
+    private val lease: KotlinLease,
+) {
+    /** The fence: larger than every fence the key's lock gave before (LOCK-02). */
+    fun fence(): Long = lease.fence
+
+    /** The key held. */
+    fun key(): String = lease.key
+
+    /** The name of the key's lock. */
+    fun lockName(): String = lease.lockName
+
+    /** Whether the lease was lost (LOCK-09). */
+    fun lost(): Boolean = lease.lost
+
+    /** Why it was lost, once it was. */
+    fun lossReason(): Optional<String> = Optional.ofNullable(lease.lossReason)
+
+    /** The time left before the holder's deadline; empty without one. */
+    fun remaining(): Optional<Duration> = Optional.ofNullable(lease.remaining?.inWholeNanoseconds?.let(Duration::ofNanos))
+
+    /** Completes with the loss reason once the lease is lost. */
+    fun lostSignal(): CompletableFuture<String> = futureOf { lease.lostSignal() }
+}

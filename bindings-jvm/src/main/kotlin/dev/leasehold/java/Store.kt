@@ -1,0 +1,85 @@
+package dev.leasehold.java
+
+import dev.leasehold.slots.SlotLeaseStore
+import java.time.Duration
+import java.util.Optional
+import java.util.concurrent.CompletableFuture
+import dev.leasehold.Store as KotlinStore
+
+/**
+ * A store of leases, for Java ([Leasehold.memory], [Leasehold.connect]):
+ * the Kotlin [dev.leasehold.Store] with futures. Close it with [close].
+ */
+class Store internal constructor(
+    private val store: KotlinStore,
+) {
+    /** Opens the lock [name] with the core's defaults; nothing is sent. */
+    fun lock(name: String): Lock = lock(name, LockOptions.defaults())
+
+    /** Opens the lock [name] whose leases last [ttl]; nothing is sent. */
+    fun lock(
+        name: String,
+        ttl: Duration,
+    ): Lock = lock(name, LockOptions.defaults().withTtl(ttl))
+
+    /** Opens the lock [name] with [options]; out of range, they fail `InvalidTtl` at once (LOCK-13). */
+    fun lock(
+        name: String,
+        options: LockOptions,
+    ): Lock =
+        Lock(
+            store.lock(
+                name,
+                ttl = options.ttl.toOptionalKotlin(),
+                maxHold = options.maxHold.toOptionalKotlin(),
+                wait = options.wait.toOptionalKotlin(),
+                margin = options.margin.toOptionalKotlin(),
+            ),
+        )
+
+    /** Takes the manual lease [name] for [ttl] if it is free; empty when it is held (MANUAL-01). */
+    fun tryAcquire(
+        name: String,
+        ttl: Duration,
+    ): CompletableFuture<Optional<ManualLease>> = futureOf { Optional.ofNullable(store.tryAcquire(name, ttl.toKotlin())?.let(::ManualLease)) }
+
+    /**
+     * Waits for the manual lease [name] (MANUAL-02), at most [wait] if given;
+     * cancelling the future leaves the line (LOCK-18).
+     */
+    @JvmOverloads
+    fun acquire(
+        name: String,
+        ttl: Duration,
+        wait: Duration? = null,
+    ): CompletableFuture<ManualLease> = futureOf { ManualLease(store.acquire(name, ttl.toKotlin(), wait.toOptionalKotlin())) }
+
+    /** Opens an ID generator on a slot of namespace [name] (IDGEN); fails `NotReady` when every slot is held. */
+    @JvmOverloads
+    fun ids(
+        name: String,
+        options: IdsOptions = IdsOptions.defaults(),
+    ): CompletableFuture<IdGenerator> =
+        futureOf {
+            IdGenerator(
+                store.ids(
+                    name,
+                    layout = options.layout,
+                    limit = options.limit,
+                    offset = options.offset,
+                    ttl = options.ttl.toOptionalKotlin(),
+                    tolerance = options.tolerance.toOptionalKotlin(),
+                    timeout = options.timeout.toOptionalKotlin(),
+                    maxLead = options.maxLead.toOptionalKotlin(),
+                    ownerKey = options.ownerKey,
+                    preferred = options.preferred,
+                ),
+            )
+        }
+
+    /** Seed 002's slot store SPI on this store: slot leases for Java, synchronous as the seed's interface is. */
+    fun slotLeaseStore(): SlotLeaseStore = store.slotLeaseStore()
+
+    /** Closes the store: its leases end, its waiting calls fail `Closed`. */
+    fun close(): CompletableFuture<Void?> = futureOf { store.close() }.thenApply { null }
+}

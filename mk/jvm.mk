@@ -1,0 +1,44 @@
+# The JVM binding (bindings-jvm/, Maven artifact dev.leasehold:leasehold,
+# crate leasehold-jvm): docs/jvm.md. Included by the root Makefile.
+#   make jvm-lib    the native library with the test hooks (feature `testing`)
+#                   and the Kotlin uniffi generates from it, under target/jvm/testing
+#   make jvm-test   Kotlin and Java compiled with warnings as errors, then JUnit
+#                   on the embedded store, a server store and etcd (mvn -B test)
+#   make bench-jvm  the hold cycle through Kotlin and Java next to Rust, with the ratios
+
+MVN ?= mvn
+JVM_DIR := bindings-jvm
+JVM_OUT := $(CARGO_TARGET_DIR)/jvm
+# uniffi's bindgen, a workspace of its own (tools/uniffi-bindgen).
+UNIFFI_BINDGEN := $(CARGO_TARGET_DIR)/debug/uniffi-bindgen
+# -q: Maven's own chatter off; the Kotlin daemon off (it would stay up with 1.5 GB).
+MVN_FLAGS := -B -q -Dkotlin.compiler.daemon=false -Dstyle.color=never
+JVM_SOURCES := $(JVM_DIR)/Cargo.toml $(JVM_DIR)/uniffi.toml $(wildcard $(JVM_DIR)/src/*.rs) $(shell find core/src -name '*.rs')
+
+BINDING_TESTS += jvm-test
+
+.PHONY: jvm-lib jvm-test bench-jvm
+
+$(UNIFFI_BINDGEN): tools/uniffi-bindgen/Cargo.toml tools/uniffi-bindgen/Cargo.lock tools/uniffi-bindgen/src/main.rs
+	cd tools/uniffi-bindgen && $(CARGO) build --locked
+
+# $(1): the folder under target/jvm; $(2): the native library; the generated
+# Kotlin goes to $(1)/generated, written afresh.
+define jvm_generate
+	rm -rf $(JVM_OUT)/$(1)/generated
+	$(UNIFFI_BINDGEN) generate --no-format --language kotlin --out-dir $(JVM_OUT)/$(1)/generated $(2)
+endef
+
+jvm-lib: $(UNIFFI_BINDGEN)
+	$(CARGO) build -p leasehold-jvm --features testing
+	$(call jvm_generate,testing,$(CARGO_TARGET_DIR)/debug/libleasehold_jvm.so)
+
+# The tests load the library from target/debug (jna.library.path); the
+# server-store tests start target/debug/leasehold, the etcd ones
+# $(LEASEHOLD_ETCD). RUST_BACKTRACE unset: the panic test's panic prints one line.
+jvm-test: etcd jvm-lib
+	$(CARGO) build -p leasehold-server
+	cd $(JVM_DIR) && env -u RUST_BACKTRACE $(MVN) $(MVN_FLAGS) test \
+		-Dleasehold.generated=$(JVM_OUT)/testing/generated \
+		-Dleasehold.libdir=$(CARGO_TARGET_DIR)/debug \
+		-Dleasehold.bin=$(CARGO_TARGET_DIR)/debug/leasehold
