@@ -48,7 +48,7 @@ rust-test: etcd
 	$(CARGO) test --workspace --locked $(RUST_TEST_EXCLUDE)
 
 coverage:
-	@if [ -x $(COVERAGE) ]; then $(COVERAGE) | tail -n 4; else echo "no $(COVERAGE): coverage not checked"; fi
+	@if [ -x $(COVERAGE) ]; then $(COVERAGE) | tail -n 5; else echo "no $(COVERAGE): coverage not checked"; fi
 
 bench: bench-embedded bench-compare bench-ids
 

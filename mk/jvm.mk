@@ -42,3 +42,15 @@ jvm-test: etcd jvm-lib
 		-Dleasehold.generated=$(JVM_OUT)/testing/generated \
 		-Dleasehold.libdir=$(CARGO_TARGET_DIR)/debug \
 		-Dleasehold.bin=$(CARGO_TARGET_DIR)/debug/leasehold
+
+# The hold cycle through Kotlin and Java next to Rust's (bench/src/bin/hold_cycle.rs)
+# on the embedded and a server store, release builds (the library with the test
+# hooks: the bench is compiled with the tests).
+bench-jvm: $(UNIFFI_BINDGEN)
+	$(CARGO) build --release -p leasehold-server -p leasehold-bench --bin hold_cycle
+	$(CARGO) build --release -p leasehold-jvm --features testing
+	$(call jvm_generate,testing,$(CARGO_TARGET_DIR)/release/libleasehold_jvm.so)
+	cd $(JVM_DIR) && $(MVN) $(MVN_FLAGS) test-compile exec:exec \
+		-Dleasehold.generated=$(JVM_OUT)/testing/generated \
+		-Dexec.classpathScope=test -Dexec.executable=java \
+		-Dexec.args="-Djna.library.path=$(CARGO_TARGET_DIR)/release -Dleasehold.bin=$(CARGO_TARGET_DIR)/release/leasehold -Dleasehold.repo=$(CURDIR) -cp %classpath dev.leasehold.bench.HoldCycleBenchKt $(BENCH_JVM_ARGS)"

@@ -1,5 +1,5 @@
 // `make bench-node`: the hold cycle through the Node binding next to the
-// same cycle in Rust (examples/hold_cycle.rs), in the same run, on the
+// same cycle in Rust (bench/src/bin/hold_cycle.rs), in the same run, on the
 // embedded store and on a server store process started here (release
 // builds). One cycle: Node `await lock.hold(key, fn)` with an empty `fn`;
 // Rust `lock.begin(key).await` + `holding.end().await`; one key, uncontended.
@@ -68,7 +68,7 @@ async function nodeCycle(
 
 /** Microseconds per Rust cycle on the given store. */
 function rustCycle(/** @type {string | null} */ url, /** @type {number} */ cycles) {
-  const binary = join(target, 'release', 'examples', 'hold_cycle')
+  const binary = join(target, 'release', 'hold_cycle')
   const args = url ? [String(cycles), url] : [String(cycles)]
   const run = spawnSync(binary, args, { encoding: 'utf8' })
   if (run.status !== 0) throw new Error(`${binary} failed: ${run.stderr}`)

@@ -2,6 +2,7 @@ package dev.leasehold
 
 import dev.leasehold.uniffi.InternalException
 import dev.leasehold.uniffi.NativeException
+import java.nio.charset.CharacterCodingException
 
 /**
  * A Leasehold failure (ERR-01): [code] is its stable code as the contracts
@@ -104,7 +105,12 @@ internal fun exceptionOf(code: String, message: String, lossReason: String?): Le
         else -> Internal(if (code == "Internal") message else "$code: $message")
     }
 
-/** Runs a call of the native library, its failures as [LeaseholdException]s. */
+/**
+ * Runs a call of the native library, its failures as [LeaseholdException]s:
+ * the library's own, a panic in it ([Internal]), and a string that is not
+ * valid Unicode (a lone surrogate), which cannot be passed as UTF-8
+ * ([InvalidArgument]).
+ */
 internal inline fun <T> native(call: () -> T): T =
     try {
         call()
@@ -112,4 +118,6 @@ internal inline fun <T> native(call: () -> T): T =
         throw exceptionOf(e.code, e.detail, e.lossReason)
     } catch (e: InternalException) {
         throw Internal("a bug in Leasehold (the native library failed): ${e.message}")
+    } catch (e: CharacterCodingException) {
+        throw InvalidArgument("a string is not valid Unicode (a lone surrogate?): ${e.message}")
     }

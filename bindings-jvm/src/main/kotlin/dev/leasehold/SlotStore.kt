@@ -9,6 +9,7 @@ import dev.leasehold.slots.StoreTimeoutException
 import kotlinx.coroutines.runBlocking
 import java.util.Optional
 import java.util.OptionalInt
+import kotlin.time.Duration
 import kotlin.time.toKotlinDuration
 import java.time.Duration as JavaDuration
 
@@ -26,6 +27,7 @@ import java.time.Duration as JavaDuration
  */
 internal class SlotStore(
     private val store: Store,
+    private val timeout: Duration?,
 ) : SlotLeaseStore {
     override fun acquire(
         namespace: String,
@@ -44,6 +46,7 @@ internal class SlotStore(
                     ttl = ttl.toKotlinDuration(),
                     tolerance = tolerance.toKotlinDuration(),
                     offset = slotOffset,
+                    timeout = timeout,
                 )
             val preferred = if (preferredSlot.isPresent) preferredSlot.asInt else null
             slots.acquire(owner, preferred)?.let(AcquireResult::Leased) ?: AcquireResult.EXHAUSTED
@@ -61,6 +64,7 @@ internal class SlotStore(
                     ttl = ttl.toKotlinDuration(),
                     tolerance = tolerance.toKotlinDuration(),
                     offset = lease.slotOffset(),
+                    timeout = timeout,
                 )
             Optional.ofNullable(slots.renew(lease))
         }
@@ -68,7 +72,7 @@ internal class SlotStore(
     override fun release(
         lease: SlotLease,
         lastIssued: Long,
-    ): Boolean = answer { store.slots(lease.namespace(), offset = lease.slotOffset()).release(lease, lastIssued) }
+    ): Boolean = answer { store.slots(lease.namespace(), offset = lease.slotOffset(), timeout = timeout).release(lease, lastIssued) }
 
     /** The answer of [call], its failures as the SPI names them. */
     private fun <T> answer(call: suspend () -> T): T =

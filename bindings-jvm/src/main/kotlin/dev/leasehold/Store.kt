@@ -17,7 +17,7 @@ class Store internal constructor(
     /**
      * Opens the lock [name]: keys held while a block runs (seed 000). Nothing
      * is sent; options out of range fail [InvalidTtl] at once (LOCK-13).
-     * [ttl] defaults to 60 s; [maxHold] bounds a hold whatever its renewals
+     * [ttl] defaults to 10 s; [maxHold] bounds a hold whatever its renewals
      * (LOCK-12); [wait] bounds waiting in line; [margin] is how long before
      * the store's expiry a holder declares its lease lost.
      */
@@ -35,7 +35,7 @@ class Store internal constructor(
         )
 
     /**
-     * Takes the manual lease [name] for [ttl] (default 60 s) if it is free;
+     * Takes the manual lease [name] for [ttl] (default 10 s) if it is free;
      * `null` when it is held (MANUAL-01). Cancelling the calling coroutine
      * stops waiting for the store's answer; a lease that answers later is
      * released at once.
@@ -122,9 +122,11 @@ class Store internal constructor(
     /**
      * Seed 002's slot store SPI on this store, synchronous as the seed's
      * interface is: a service written against that SPI uses Leasehold as its
-     * store through it.
+     * store through it. [timeout] bounds each call's wait for the store
+     * (default 5 s); past it, the call throws a `StoreTimeoutException`.
      */
-    fun slotLeaseStore(): SlotLeaseStore = SlotStore(this)
+    @JvmOverloads
+    fun slotLeaseStore(timeout: Duration? = null): SlotLeaseStore = SlotStore(this, timeout)
 
     /**
      * Closes the store: its leases end, its waiting calls fail [Closed]. It

@@ -53,7 +53,7 @@ data class ConnectOptions private constructor(
 
 /**
  * A lock's options ([Store.lock]): immutable; each `with…` returns a copy;
- * unset, the core's defaults (ttl 60 s, no maxHold, no bound on waiting).
+ * unset, the core's defaults (ttl 10 s, no maxHold, no bound on waiting).
  */
 @ConsistentCopyVisibility
 data class LockOptions private constructor(

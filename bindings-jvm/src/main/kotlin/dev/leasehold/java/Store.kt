@@ -77,8 +77,14 @@ class Store internal constructor(
             )
         }
 
-    /** Seed 002's slot store SPI on this store: slot leases for Java, synchronous as the seed's interface is. */
-    fun slotLeaseStore(): SlotLeaseStore = store.slotLeaseStore()
+    /**
+     * Seed 002's slot store SPI on this store: slot leases for Java,
+     * synchronous as the seed's interface is. [timeout] bounds each call's
+     * wait for the store (default 5 s); past it, the call throws a
+     * `StoreTimeoutException`.
+     */
+    @JvmOverloads
+    fun slotLeaseStore(timeout: Duration? = null): SlotLeaseStore = store.slotLeaseStore(timeout.toOptionalKotlin())
 
     /** Closes the store: its leases end, its waiting calls fail `Closed`. */
     fun close(): CompletableFuture<Void?> = futureOf { store.close() }.thenApply { null }

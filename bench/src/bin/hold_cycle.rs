@@ -1,11 +1,12 @@
 //! The hold cycle in Rust, measured next to the same cycle through the Node
-//! binding by `make bench-node` (bench/hold-cycle.mjs): `lock.begin` +
+//! binding by `make bench-node` (bindings-node/bench/hold-cycle.mjs) and
+//! through Kotlin and Java by `make bench-jvm`: `lock.begin` +
 //! `holding.end` on one key, uncontended, on the embedded store and on the
 //! server store at the URL given, driven from the main thread with
-//! `block_on` on the core's process runtime (where the Node binding's calls
-//! run too). Prints one JSON line: microseconds per cycle.
+//! `block_on` on the core's process runtime (where the Node and JVM
+//! bindings' calls run too). Prints one JSON line: microseconds per cycle.
 //!
-//! `cargo run --release -p leasehold-node --example hold_cycle -- CYCLES [URL]`
+//! `cargo run --release -p leasehold-bench --bin hold_cycle -- CYCLES [URL]`
 
 use std::time::Instant;
 
