@@ -8,12 +8,14 @@
 #                                its zip carrying the static library
 #                   dist/server  the leasehold binary as a tarball, and a Debian
 #                                package with a systemd unit
+#                   dist/jvm     the jar (native library inside) and a Maven
+#                                repository holding it with its pom
 #   make dist-test  installs each artifact as a user would, in a fresh folder
 #                   with no Rust toolchain on PATH, and runs the README's
 #                   example in each language against the packaged server
 
 DIST := $(CURDIR)/dist
-DIST_PARTS := server python node go
+DIST_PARTS := server python node go jvm
 DIST_ENV = DIST=$(DIST) VERSION=$$(packaging/version.sh) CARGO="$(CARGO)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)
 
 BINDING_TESTS += dist-test

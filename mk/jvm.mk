@@ -50,7 +50,10 @@ bench-jvm: $(UNIFFI_BINDGEN)
 	$(CARGO) build --release -p leasehold-server -p leasehold-bench --bin hold_cycle
 	$(CARGO) build --release -p leasehold-jvm --features testing
 	$(call jvm_generate,testing,$(CARGO_TARGET_DIR)/release/libleasehold_jvm.so)
-	cd $(JVM_DIR) && $(MVN) $(MVN_FLAGS) test-compile exec:exec \
+	cd $(JVM_DIR) && $(MVN) $(MVN_FLAGS) test-compile dependency:build-classpath \
 		-Dleasehold.generated=$(JVM_OUT)/testing/generated \
-		-Dexec.classpathScope=test -Dexec.executable=java \
-		-Dexec.args="-Djna.library.path=$(CARGO_TARGET_DIR)/release -Dleasehold.bin=$(CARGO_TARGET_DIR)/release/leasehold -Dleasehold.repo=$(CURDIR) -cp %classpath dev.leasehold.bench.HoldCycleBenchKt $(BENCH_JVM_ARGS)"
+		-Dmdep.includeScope=test -Dmdep.outputFile=$(JVM_OUT)/bench-classpath
+	java -Djna.library.path=$(CARGO_TARGET_DIR)/release -Dleasehold.bin=$(CARGO_TARGET_DIR)/release/leasehold \
+		-Dleasehold.repo=$(CURDIR) \
+		-cp $(JVM_OUT)/maven/classes:$(JVM_OUT)/maven/test-classes:$$(cat $(JVM_OUT)/bench-classpath) \
+		dev.leasehold.bench.HoldCycleBenchKt $(BENCH_JVM_ARGS)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints the one version of everything `make dist` builds: the workspace's
 # (Cargo.toml, [workspace.package] version), after checking that every
-# crate of the workspace and the Node package state the same one.
+# crate of the workspace, the Node package and the JVM pom state the same one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' Cargo.toml)
@@ -19,6 +19,8 @@ while read -r name own; do
   check "crate $name" "$own"
 done < <("${CARGO:-cargo}" metadata --no-deps --format-version 1 --offline |
   python3 -c 'import json, sys; [print(p["name"], p["version"]) for p in json.load(sys.stdin)["packages"]]')
+# The JVM artifact's pom (dev.leasehold:leasehold): its project version, the first <version>.
+check bindings-jvm/pom.xml "$(sed -n 's:^  <version>\(.*\)</version>$:\1:p' bindings-jvm/pom.xml | head -n 1)"
 if grep -q '^version' bindings-python/pyproject.toml; then
   check bindings-python/pyproject.toml "$(sed -n 's/^version = "\(.*\)"/\1/p' bindings-python/pyproject.toml)"
 fi

@@ -2,7 +2,7 @@
 # `make dist-test`: installs what `make dist` built the way a user would, in
 # a fresh folder with no Rust toolchain on PATH (cargo, rustc, rustup and
 # protoc are shims that record any call and fail), starts the packaged
-# `leasehold serve`, and runs the README's example in Python, Node and Go
+# `leasehold serve`, and runs the README's example in Python, Node, Go and Java
 # against it (packaging/consumer/<lang>.sh). Each must print at least one
 # `fence N` line, the fences must grow from one language to the next, and
 # no step may have reached for the toolchain.
@@ -60,7 +60,7 @@ export LEASEHOLD_URL="leasehold://$addr"
 echo "dist-test: the packaged server listens on $addr"
 
 last=0
-for lang in python node go; do
+for lang in python node go jvm; do
   mkdir -p "$WORK/$lang"
   echo "dist-test: $lang, installing and running the README's example"
   WORK_DIR="$WORK/$lang" bash "$here/$lang.sh" | tee "$WORK/$lang.out"
