@@ -2,8 +2,9 @@
 # crate leasehold-jvm): docs/jvm.md. Included by the root Makefile.
 #   make jvm-lib    the native library with the test hooks (feature `testing`)
 #                   and the Kotlin uniffi generates from it, under target/jvm/testing
-#   make jvm-test   Kotlin and Java compiled with warnings as errors, then JUnit
-#                   on the embedded store, a server store and etcd (mvn -B test)
+#   make jvm-test   Kotlin and Java compiled, then JUnit on the embedded store,
+#                   a server store and etcd (mvn -B test)
+#   make demo-holder-jvm  the Kotlin holder of `make demo`
 #   make bench-jvm  the hold cycle through Kotlin and Java next to Rust, with the ratios
 
 MVN ?= mvn
@@ -16,8 +17,9 @@ MVN_FLAGS := -B -q -Dkotlin.compiler.daemon=false -Dstyle.color=never
 JVM_SOURCES := $(JVM_DIR)/Cargo.toml $(JVM_DIR)/uniffi.toml $(wildcard $(JVM_DIR)/src/*.rs) $(shell find core/src -name '*.rs')
 
 BINDING_TESTS += jvm-test
+DEMO_HOLDERS += jvm
 
-.PHONY: jvm-lib jvm-test bench-jvm
+.PHONY: jvm-lib jvm-test bench-jvm demo-holder-jvm
 
 $(UNIFFI_BINDGEN): tools/uniffi-bindgen/Cargo.toml tools/uniffi-bindgen/Cargo.lock tools/uniffi-bindgen/src/main.rs
 	cd tools/uniffi-bindgen && $(CARGO) build --locked
@@ -43,17 +45,24 @@ jvm-test: etcd jvm-lib
 		-Dleasehold.libdir=$(CARGO_TARGET_DIR)/debug \
 		-Dleasehold.bin=$(CARGO_TARGET_DIR)/debug/leasehold
 
-# The hold cycle through Kotlin and Java next to Rust's (bench/src/bin/hold_cycle.rs)
-# on the embedded and a server store, release builds (the library with the test
-# hooks: the bench is compiled with the tests).
-bench-jvm: $(UNIFFI_BINDGEN)
-	$(CARGO) build --release -p leasehold-server -p leasehold-bench --bin hold_cycle
-	$(CARGO) build --release -p leasehold-jvm --features testing
-	$(call jvm_generate,testing,$(CARGO_TARGET_DIR)/release/libleasehold_jvm.so)
+# The test sources' programs (the demo holder, the bench) run with `java` on
+# the compiled classes and this classpath, written when the sources change.
+JVM_CLASSPATH := $(JVM_OUT)/test-classpath
+$(JVM_CLASSPATH): $(JVM_SOURCES) $(JVM_DIR)/pom.xml $(shell find $(JVM_DIR)/src/main $(JVM_DIR)/src/test -type f) | jvm-lib
 	cd $(JVM_DIR) && $(MVN) $(MVN_FLAGS) test-compile dependency:build-classpath \
 		-Dleasehold.generated=$(JVM_OUT)/testing/generated \
-		-Dmdep.includeScope=test -Dmdep.outputFile=$(JVM_OUT)/bench-classpath
-	java -Djna.library.path=$(CARGO_TARGET_DIR)/release -Dleasehold.bin=$(CARGO_TARGET_DIR)/release/leasehold \
-		-Dleasehold.repo=$(CURDIR) \
-		-cp $(JVM_OUT)/maven/classes:$(JVM_OUT)/maven/test-classes:$$(cat $(JVM_OUT)/bench-classpath) \
-		dev.leasehold.bench.HoldCycleBenchKt $(BENCH_JVM_ARGS)
+		-Dmdep.includeScope=test -Dmdep.outputFile=$(JVM_CLASSPATH)
+JVM_JAVA = java -cp $(JVM_OUT)/maven/classes:$(JVM_OUT)/maven/test-classes:$$(cat $(JVM_CLASSPATH))
+
+demo-holder-jvm: jvm-lib $(JVM_CLASSPATH)
+	@$(JVM_JAVA) -Djna.library.path=$(CARGO_TARGET_DIR)/debug dev.leasehold.demo.HolderKt
+
+# The hold cycle through Kotlin and Java next to Rust's (bench/src/bin/hold_cycle.rs)
+# on the embedded and a server store, release builds (the library with the test
+# hooks: the bench is compiled with the tests, against the same generated Kotlin).
+bench-jvm: $(JVM_CLASSPATH)
+	$(CARGO) build --release -p leasehold-server
+	$(CARGO) build --release -p leasehold-bench --bin hold_cycle
+	$(CARGO) build --release -p leasehold-jvm --features testing
+	$(JVM_JAVA) -Djna.library.path=$(CARGO_TARGET_DIR)/release -Dleasehold.bin=$(CARGO_TARGET_DIR)/release/leasehold \
+		-Dleasehold.repo=$(CURDIR) dev.leasehold.bench.HoldCycleBenchKt $(BENCH_JVM_ARGS)

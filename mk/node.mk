@@ -53,7 +53,8 @@ demo-holder-node: $(NODE_ADDON)
 	@$(NODE) $(NODE_DIR)/demo/holder.js
 
 bench-node:
-	$(CARGO) build --release -p leasehold-server -p leasehold-bench --bin hold_cycle
+	$(CARGO) build --release -p leasehold-server
+	$(CARGO) build --release -p leasehold-bench --bin hold_cycle
 	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js
 	cd $(NODE_DIR) && $(NODE) bench/hold-cycle.mjs
 

@@ -30,19 +30,16 @@ impl<H: Held> Kept<H> {
     }
 
     /// Completes with the loss reason (`expired`, `revoked`, …) once the
-    /// holding is lost; at once if it was lost already. Dropped (the
-    /// awaiting coroutine cancelled), it stops waiting.
+    /// holding is lost; at once if it was lost already. It needs no task:
+    /// the loss's token wakes the awaiting coroutine. Dropped (the awaiting
+    /// coroutine cancelled), it stops waiting.
     pub(crate) async fn lost_signal(&self) -> Result<String, NativeError> {
         let view = self.view.clone();
-        let lost = view.lost_signal();
-        bridge::spawn(OnDrop::Abort, async move {
-            lost.await;
-            Ok(view
-                .loss_reason()
-                .map_or("unknown", |r| r.as_str())
-                .to_owned())
-        })
-        .await
+        view.lost_signal().await;
+        Ok(view
+            .loss_reason()
+            .map_or("unknown", |r| r.as_str())
+            .to_owned())
     }
 
     /// Ends the holding: fails `Lost` if it was lost while held (LOCK-10),
@@ -61,5 +58,20 @@ impl<H: Held> Kept<H> {
             }
         })
         .await
+    }
+}
+
+/// `holding`, unless its deadline came before its work could start: then
+/// it is ended at once and the call fails `Lost`. This is the check every
+/// binding makes before a held function runs (`HeldState::reason` counts a
+/// deadline that came as a loss before any keeper ran); the JVM makes it in
+/// the call that began the holding, which saves a call into the library.
+pub(crate) async fn unless_lost<H: Held>(holding: H) -> leasehold::Result<H> {
+    match holding.view().loss_reason() {
+        None => Ok(holding),
+        Some(reason) => {
+            let _ = holding.end().await;
+            Err(Error::lost(reason))
+        }
     }
 }

@@ -9,6 +9,7 @@ use crate::bridge;
 use crate::durations;
 use crate::errors::NativeError;
 use crate::holding::NativeHolding;
+use crate::kept;
 
 /// The error message of a `tryBegin` given up by its caller.
 const GAVE_UP_TRYING: &str = "gave up trying for the key";
@@ -53,29 +54,28 @@ impl NativeLock {
         durations::nanos(self.lock.margin())
     }
 
-    /// Waits in line for `key` (`Lock::begin`), at most `wait` nanoseconds
-    /// (else the lock's own). Cancelling the awaiting coroutine gives up
-    /// waiting and leaves the line (LOCK-18); a grant that came meanwhile is
-    /// released.
-    pub async fn begin(
+    /// Waits in line for `key` (`Lock::begin`) as long as the lock's `wait`
+    /// allows. Cancelling the awaiting coroutine gives up waiting and leaves
+    /// the line (LOCK-18); a grant that came meanwhile is released. A lease
+    /// whose deadline came before this call could return it is released and
+    /// the call fails `Lost`.
+    pub async fn begin(&self, key: String) -> Result<Arc<NativeHolding>, NativeError> {
+        self.begin_with(key, None).await
+    }
+
+    /// [`NativeLock::begin`], waiting in line at most `wait` nanoseconds
+    /// (a separate export: an optional argument would cost every call an
+    /// allocation in the JVM).
+    pub async fn begin_within(
         &self,
         key: String,
-        wait: Option<i64>,
+        wait: i64,
     ) -> Result<Arc<NativeHolding>, NativeError> {
-        let lock = self.lock.clone();
-        bridge::cancellable(|cancel| async move {
-            let options = HoldOptions {
-                wait: durations::optional("wait", wait)?,
-                cancel: Some(cancel),
-            };
-            let holding = lock.begin(&key, &options).await?;
-            Ok(NativeHolding::new(holding))
-        })
-        .await
+        self.begin_with(key, Some(wait)).await
     }
 
     /// Holds `key` if it is free (`Lock::try_begin`); `None` when it is held
-    /// (LOCK-17). Cancelling the awaiting coroutine stops waiting for the
+    /// (LOCK-17), `Lost` as for `begin`. Cancelling the awaiting coroutine stops waiting for the
     /// store's answer; a grant that answers later is released (LOCK-18).
     pub async fn try_begin(&self, key: String) -> Result<Option<Arc<NativeHolding>>, NativeError> {
         let lock = self.lock.clone();
@@ -89,8 +89,29 @@ impl NativeLock {
                 give_up::dropped,
             )
             .await?;
-            Ok(holding.map(NativeHolding::new))
+            Ok(match holding {
+                Some(holding) => Some(NativeHolding::new(kept::unless_lost(holding).await?)),
+                None => None,
+            })
         })
         .await
+    }
+}
+
+impl NativeLock {
+    fn begin_with(
+        &self,
+        key: String,
+        wait: Option<i64>,
+    ) -> impl std::future::Future<Output = Result<Arc<NativeHolding>, NativeError>> {
+        let lock = self.lock.clone();
+        bridge::cancellable(|cancel| async move {
+            let options = HoldOptions {
+                wait: durations::optional("wait", wait)?,
+                cancel: Some(cancel),
+            };
+            let holding = kept::unless_lost(lock.begin(&key, &options).await?).await?;
+            Ok(NativeHolding::new(holding))
+        })
     }
 }

@@ -11,6 +11,7 @@ use leasehold::slots::{Owner, SlotLease, SlotLeaseParts, Slots};
 use crate::bridge::{self, OnDrop};
 use crate::durations;
 use crate::errors::NativeError;
+use crate::kept;
 use crate::slot_holding::NativeSlotHolding;
 
 /// Who leases a slot (`leasehold::slots::Owner`): a stable key and the
@@ -174,7 +175,8 @@ impl NativeSlots {
     }
 
     /// Acquires a slot for `owner` as `acquire` does and holds it, renewed
-    /// in the background; `None` when every slot is held.
+    /// in the background; `None` when every slot is held; `Lost` when its
+    /// deadline came before this call could return it (then it is released).
     pub async fn begin(
         &self,
         owner: NativeOwner,
@@ -183,8 +185,10 @@ impl NativeSlots {
         let slots = self.slots.clone();
         bridge::spawn(OnDrop::Abort, async move {
             let owner = Owner::try_from(owner)?;
-            let holding = slots.begin(&owner, preferred).await?;
-            Ok(holding.map(NativeSlotHolding::new))
+            Ok(match slots.begin(&owner, preferred).await? {
+                Some(holding) => Some(NativeSlotHolding::new(kept::unless_lost(holding).await?)),
+                None => None,
+            })
         })
         .await
     }

@@ -2,6 +2,7 @@ package dev.leasehold
 
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.supervisorScope
@@ -9,9 +10,6 @@ import kotlinx.coroutines.withContext
 
 /** What a block runs under: a held key or a held slot, as the native library holds it. */
 internal interface Held {
-    /** Whether it was lost (a deadline that came counts, before any keeper ran). */
-    fun lost(): Boolean
-
     /** Completes with the loss reason once it is lost. */
     suspend fun lostSignal(): String
 
@@ -36,31 +34,32 @@ internal class LostWhileHeld(
  * - the release runs on to its end even if the calling coroutine is
  *   cancelled.
  *
- * A held thing whose deadline came before the block could start runs
- * nothing: it is released and the call throws [LeaseLost].
+ * The block starts at once in the calling thread; a block that ends
+ * without suspending (no I/O, an already completed future) costs no watch
+ * for the loss. Only once it suspends does a child await the loss, to
+ * cancel it. (A held thing whose deadline came before the block could
+ * start never gets here: the call that began it failed `Lost`.)
  */
 internal suspend fun <T> runHeld(
     held: Held,
     block: suspend () -> T,
 ): T {
-    if (held.lost()) {
-        withContext(NonCancellable) { native { held.end() } }
-        throw LeaseLost("the lease was lost before the block could start")
-    }
     // A scope cancelled from outside throws when it ends: caught, so that
     // the release below runs and the cancellation is thrown after it.
     val outcome =
         try {
             supervisorScope {
-                val work = async { block() }
-                val watch =
-                    launch {
-                        val reason = native { held.lostSignal() }
-                        work.cancel(LostWhileHeld(reason))
-                    }
-                val outcome = runCatching { work.await() }
-                watch.cancel()
-                outcome
+                val work = async(start = CoroutineStart.UNDISPATCHED) { block() }
+                if (!work.isCompleted) {
+                    val watch =
+                        launch {
+                            val reason = native { held.lostSignal() }
+                            work.cancel(LostWhileHeld(reason))
+                        }
+                    work.join()
+                    watch.cancel()
+                }
+                runCatching { work.await() }
             }
         } catch (e: CancellationException) {
             Result.failure(e)

@@ -20,6 +20,10 @@ import dev.leasehold.uniffi.newOwner as nativeNewOwner
  * ```
  */
 object Leasehold {
+    init {
+        Callbacks.ready()
+    }
+
     /** The embedded store, in this process (LOCK-19): its leases live as long as it does. */
     @JvmStatic
     fun memory(): Store = Store(native { nativeMemory() })

@@ -40,7 +40,7 @@ class Lock internal constructor(
         wait: Duration? = null,
         block: suspend (Lease) -> T,
     ): T {
-        val holding = native { native.begin(key, wait.toOptionalNanos()) }
+        val holding = native { if (wait == null) native.begin(key) else native.beginWithin(key, wait.toNanos()) }
         return runHeld(HeldKey(holding)) { block(Lease(holding)) }
     }
 
@@ -61,8 +61,6 @@ class Lock internal constructor(
 private class HeldKey(
     private val holding: NativeHolding,
 ) : Held {
-    override fun lost() = holding.lost()
-
     override suspend fun lostSignal() = holding.lostSignal()
 
     override suspend fun end() = holding.end()

@@ -83,8 +83,6 @@ class Slots internal constructor(
 private class HeldSlotHolding(
     private val holding: NativeSlotHolding,
 ) : Held {
-    override fun lost() = holding.lost()
-
     override suspend fun lostSignal() = holding.lostSignal()
 
     override suspend fun end() = holding.end()

@@ -14,6 +14,10 @@ import kotlin.time.Duration
 class Store internal constructor(
     internal val native: NativeStore,
 ) {
+    init {
+        Callbacks.ready()
+    }
+
     /**
      * Opens the lock [name]: keys held while a block runs (seed 000). Nothing
      * is sent; options out of range fail [InvalidTtl] at once (LOCK-13).
