@@ -2,8 +2,8 @@
 # crate leasehold-jvm): docs/jvm.md. Included by the root Makefile.
 #   make jvm-lib    the native library with the test hooks (feature `testing`)
 #                   and the Kotlin uniffi generates from it, under target/jvm/testing
-#   make jvm-test   Kotlin and Java compiled, then JUnit on the embedded store,
-#                   a server store and etcd (mvn -B test)
+#   make jvm-test   Kotlin and Java compiled with warnings as errors, then JUnit
+#                   on the embedded store, a server store and etcd (mvn -B test)
 #   make demo-holder-jvm  the Kotlin holder of `make demo`
 #   make bench-jvm  the hold cycle through Kotlin and Java next to Rust, with the ratios
 
@@ -31,9 +31,17 @@ define jvm_generate
 	$(UNIFFI_BINDGEN) generate --no-format --language kotlin --out-dir $(JVM_OUT)/$(1)/generated $(2)
 endef
 
+# The Kotlin is written again only when the library changed (a stamp in
+# its folder), so that the demo's holder starts at once.
+JVM_TEST_LIB := $(CARGO_TARGET_DIR)/debug/libleasehold_jvm.so
+JVM_GENERATED := $(JVM_OUT)/testing/generated/.from-library
 jvm-lib: $(UNIFFI_BINDGEN)
 	$(CARGO) build -p leasehold-jvm --features testing
-	$(call jvm_generate,testing,$(CARGO_TARGET_DIR)/debug/libleasehold_jvm.so)
+	@$(MAKE) -s $(JVM_GENERATED)
+
+$(JVM_GENERATED): $(JVM_TEST_LIB)
+	$(call jvm_generate,testing,$(JVM_TEST_LIB))
+	touch $@
 
 # The tests load the library from target/debug (jna.library.path); the
 # server-store tests start target/debug/leasehold, the etcd ones

@@ -51,10 +51,10 @@ class ErrorsTest {
             val store = Leasehold.memory()
             val huge = "x".repeat(2 shl 20)
             assertThrows<InvalidArgument> { store.lock(huge) }
-            assertThrows<InvalidArgument> { runBlocking { store.lock("l").hold(huge) { "ran" } } }
-            assertThrows<EmptyName> { runBlocking { store.lock("l").hold("") { "ran" } } }
+            assertThrows<InvalidArgument> { runBlocking { store.lock("l").hold(huge) { error("ran") } } }
+            assertThrows<EmptyName> { runBlocking { store.lock("l").hold("") { error("ran") } } }
             assertThrows<InvalidArgument> { store.lock("\uD800 a lone surrogate") }
-            assertThrows<InvalidTtl> { runBlocking { store.lock("l").hold("k", wait = (-1).seconds) { "ran" } } }
+            assertThrows<InvalidTtl> { runBlocking { store.lock("l").hold("k", wait = (-1).seconds) { error("ran") } } }
             assertThrows<InvalidTtl> { runBlocking { store.tryAcquire("m", Duration.INFINITE) } }
             assertThrows<InvalidArgument> { store.slots("s", limit = -1) }
             assertThrows<InvalidArgument> { store.slots("s", limit = 0) }
