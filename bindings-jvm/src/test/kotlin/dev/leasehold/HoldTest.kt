@@ -1,5 +1,6 @@
 package dev.leasehold
 
+import dev.leasehold.support.ServerFixture
 import dev.leasehold.support.ServerProcess
 import dev.leasehold.support.eventually
 import dev.leasehold.support.within
@@ -11,15 +12,14 @@ import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
-import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertInstanceOf
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertSame
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeEach
 import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.extension.RegisterExtension
 import org.junit.jupiter.api.assertThrows
 import java.util.Collections
 import kotlin.time.Duration.Companion.milliseconds
@@ -29,17 +29,12 @@ import kotlin.time.TimeSource
 
 /** Holding keys through the Kotlin API, on a real server store process and on the embedded store. */
 class HoldTest {
-    private lateinit var server: ServerProcess
+    /** A fresh server store process for each test. */
+    @JvmField
+    @RegisterExtension
+    val fixture = ServerFixture(eachTest = true)
 
-    @BeforeEach
-    fun start() {
-        server = ServerProcess.start()
-    }
-
-    @AfterEach
-    fun stop() {
-        if (::server.isInitialized) server.stop()
-    }
+    private val server get() = fixture.server
 
     // LOCK-09, LOCK-10: a loss cancels the block's coroutine; hold then
     // throws LeaseLost with the block's own failure as its cause.

@@ -1,37 +1,31 @@
 package dev.leasehold
 
-import dev.leasehold.support.ServerProcess
+import dev.leasehold.support.ServerFixture
 import dev.leasehold.support.within
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
+import org.junit.jupiter.api.extension.RegisterExtension
 import org.junit.jupiter.api.assertThrows
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
 /** Manual leases (seed 003) through the Kotlin API on a real server store process. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ManualTest {
-    private lateinit var server: ServerProcess
+    private val server get() = fixture.server
 
-    @BeforeAll
-    fun start() {
-        server = ServerProcess.start()
-    }
-
-    @AfterAll
-    fun stop() {
-        if (::server.isInitialized) server.stop()
+    /** One server store process for the class. */
+    companion object {
+        @JvmField
+        @RegisterExtension
+        val fixture = ServerFixture()
     }
 
     // MANUAL-01: tryAcquire answers at once: a lease, or null when held.

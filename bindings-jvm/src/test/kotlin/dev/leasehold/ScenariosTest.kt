@@ -1,16 +1,14 @@
 package dev.leasehold
 
 import dev.leasehold.support.Scenarios
-import dev.leasehold.support.ServerProcess
+import dev.leasehold.support.ServerFixture
 import kotlinx.coroutines.runBlocking
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.DynamicTest
 import org.junit.jupiter.api.DynamicTest.dynamicTest
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestFactory
-import org.junit.jupiter.api.TestInstance
+import org.junit.jupiter.api.extension.RegisterExtension
 
 /**
  * The shared scenarios of spec-tests/ (every file of
@@ -19,19 +17,15 @@ import org.junit.jupiter.api.TestInstance
  * on a real server store process too. Every contract a scenario names is
  * covered here; spec-tests/README.md gives the format.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class ScenariosTest {
     private val scenarios = Scenarios.files().map(Scenarios::load)
-    private lateinit var server: ServerProcess
+    private val server get() = fixture.server
 
-    @BeforeAll
-    fun startServer() {
-        server = ServerProcess.start()
-    }
-
-    @AfterAll
-    fun stopServer() {
-        if (::server.isInitialized) server.stop()
+    /** One server store process for the class. */
+    companion object {
+        @JvmField
+        @RegisterExtension
+        val fixture = ServerFixture()
     }
 
     @Test

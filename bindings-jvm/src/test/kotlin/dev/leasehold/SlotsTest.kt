@@ -1,36 +1,30 @@
 package dev.leasehold
 
 import dev.leasehold.slots.Owner
-import dev.leasehold.support.ServerProcess
+import dev.leasehold.support.ServerFixture
 import kotlinx.coroutines.runBlocking
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotEquals
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
-import org.junit.jupiter.api.BeforeAll
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
+import org.junit.jupiter.api.extension.RegisterExtension
 import org.junit.jupiter.api.assertThrows
 import java.util.UUID
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
 /** Slot leases (seed 002) through the Kotlin API on a real server store process. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class SlotsTest {
-    private lateinit var server: ServerProcess
+    private val server get() = fixture.server
 
-    @BeforeAll
-    fun start() {
-        server = ServerProcess.start()
-    }
-
-    @AfterAll
-    fun stop() {
-        if (::server.isInitialized) server.stop()
+    /** One server store process for the class. */
+    companion object {
+        @JvmField
+        @RegisterExtension
+        val fixture = ServerFixture()
     }
 
     private fun namespace(what: String) = "jvm-$what-${UUID.randomUUID()}"

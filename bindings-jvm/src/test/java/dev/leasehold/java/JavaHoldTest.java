@@ -12,6 +12,7 @@ import dev.leasehold.InvalidTtl;
 import dev.leasehold.LeaseLost;
 import dev.leasehold.LeaseholdException;
 import dev.leasehold.NotReady;
+import dev.leasehold.support.ServerFixture;
 import dev.leasehold.support.ServerProcess;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -23,24 +24,21 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** The Java API: futures over the same core, on a real server store process and the embedded store. */
 class JavaHoldTest {
+    /** A fresh server store process for each test. */
+    @RegisterExtension
+    final ServerFixture fixture = new ServerFixture(true);
+
     private ServerProcess server;
 
     @BeforeEach
-    void start() {
-        server = ServerProcess.start();
-    }
-
-    @AfterEach
-    void stop() {
-        if (server != null) {
-            server.stop();
-        }
+    void serverOfTheTest() {
+        server = fixture.getServer();
     }
 
     /** The failure of a future that completed exceptionally, unwrapped. */

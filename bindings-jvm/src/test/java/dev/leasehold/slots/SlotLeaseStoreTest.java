@@ -11,6 +11,7 @@ import dev.leasehold.LeaseLost;
 import dev.leasehold.Timeout;
 import dev.leasehold.java.Leasehold;
 import dev.leasehold.java.Store;
+import dev.leasehold.support.ServerFixture;
 import dev.leasehold.support.ServerProcess;
 import java.time.Duration;
 import java.util.Optional;
@@ -20,6 +21,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Seed 002's SlotLeaseStore SPI, written against as a CosId-shaped service
@@ -29,6 +31,10 @@ class SlotLeaseStoreTest {
     private static final Duration TTL = Duration.ofSeconds(10);
     private static final Duration TOLERANCE = Duration.ofSeconds(2);
 
+    /** A fresh server store process for each test. */
+    @RegisterExtension
+    final ServerFixture fixture = new ServerFixture(true);
+
     private ServerProcess server;
     private Store store;
     private SlotLeaseStore slots;
@@ -36,7 +42,7 @@ class SlotLeaseStoreTest {
 
     @BeforeEach
     void start() throws Exception {
-        server = ServerProcess.start();
+        server = fixture.getServer();
         store = Leasehold.connect(server.getUrl()).get(10, TimeUnit.SECONDS);
         slots = store.slotLeaseStore(Duration.ofMillis(500));
         namespace = "cosid-" + UUID.randomUUID();
@@ -47,9 +53,6 @@ class SlotLeaseStoreTest {
         slots.close();
         if (store != null) {
             store.close().get(10, TimeUnit.SECONDS);
-        }
-        if (server != null) {
-            server.stop();
         }
     }
 
