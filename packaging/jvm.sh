@@ -36,9 +36,12 @@ mkdir -p "$DIST/jvm"
   -DaltDeploymentRepository="dist::file://$DIST/jvm/repository" \
   deploy)
 jar="$DIST/jvm/repository/dev/leasehold/leasehold/$VERSION/leasehold-$VERSION.jar"
-unzip -l "$jar" | grep -q ' linux-x86-64/libleasehold_jvm.so$' ||
+# The listing is read whole before it is searched: `unzip | grep -q` fails
+# under pipefail when grep stops reading early (unzip gets SIGPIPE).
+listing=$(unzip -l "$jar")
+grep -q ' linux-x86-64/libleasehold_jvm.so$' <<<"$listing" ||
   { echo "jvm.sh: the jar has no linux-x86-64/libleasehold_jvm.so" >&2; exit 1; }
-if unzip -l "$jar" | grep -q -e 'MemoryWith' -e 'VirtualClock'; then
+if grep -q -e 'MemoryWith' -e 'VirtualClock' <<<"$listing"; then
   echo "jvm.sh: the jar carries the test hooks" >&2
   exit 1
 fi

@@ -62,5 +62,6 @@ if tar -tzf "$main" | grep -E '\.(rs|node)$|Cargo\.toml$' >&2; then
   echo "node.sh: $main carries Rust sources or an addon" >&2
   exit 1
 fi
-tar -tzf "$addon" | grep -qx "package/$(field "$template/package.json" 'p.main')" ||
+addon_files=$(tar -tzf "$addon")
+grep -qx "package/$(field "$template/package.json" 'p.main')" <<<"$addon_files" ||
   { echo "node.sh: $addon has no addon" >&2; exit 1; }

@@ -92,7 +92,7 @@ for needed in Cargo.toml Cargo.lock pyproject.toml PKG-INFO \
   bindings-python/Cargo.toml bindings-python/src/lib.rs \
   python/leasehold/__init__.py python/leasehold/py.typed \
   core/Cargo.toml core/src/lib.rs; do
-  printf '%s\n' "$contents" | grep -qx "leasehold-$VERSION/$needed" ||
+  grep -qx "leasehold-$VERSION/$needed" <<<"$contents" ||
     fail "$sdist has no leasehold-$VERSION/$needed"
 done
 
