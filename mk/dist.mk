@@ -30,5 +30,17 @@ $(addprefix dist-,$(DIST_PARTS)): dist-%: protoc go-toolchain
 	packaging/version.sh >/dev/null
 	$(DIST_ENV) bash packaging/$*.sh
 
+# The server, the Go module's static library and the jar's library in one
+# cargo invocation, so that their dependencies build once: built one by one,
+# each with its own unified features (and the static library with its own
+# LTO), tokio, the etcd client and the core were built three times over. The
+# Python and Node parts are built by their from-source builds (maturin, the
+# npm install script) with the same profile, so after `make test`'s installs
+# `make dist` finds them built.
+.PHONY: dist-native
+dist-server dist-go dist-jvm: dist-native
+dist-native: protoc
+	$(CARGO) build --locked --profile dist -p leasehold-server -p leasehold-ffi -p leasehold-jvm
+
 dist-test: dist
 	$(DIST_ENV) bash packaging/consumer/run.sh

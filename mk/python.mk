@@ -34,7 +34,8 @@ $(PY_TOOLS): $(PY_DIR)/requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r $<
 	touch $@
 
-# The package installed as the README says: pip builds the wheel with maturin (release).
+# The package installed as the README says: pip builds the wheel with maturin
+# (the dist profile, pyproject.toml).
 $(PY_INSTALLED): $(PY_TOOLS) $(PY_SOURCES)
 	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall ./$(PY_DIR)
 	touch $@

@@ -2,17 +2,15 @@
 # `make dist-go`: the Go module of bindings-go/ as a module proxy in
 # $DIST/go (GOPROXY=file://$DIST/go), version v$VERSION, its zip carrying the
 # static library for linux/amd64 where link_static.go's #cgo flags look
-# (lib/linux_amd64/libleasehold_ffi.a). The library is built once with the
-# dist profile and its debug info stripped; the zip is made from a staging
+# (lib/linux_amd64/libleasehold_ffi.a). The library is built with the dist
+# profile by `make dist-native`, and its debug info stripped; the zip is made from a staging
 # copy under $CARGO_TARGET_DIR by golang.org/x/mod/zip (packaging/gomodule).
-# Env: DIST, VERSION, CARGO_TARGET_DIR, CARGO and GO (default cargo, go).
+# Env: DIST, VERSION, CARGO_TARGET_DIR and GO (default go).
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
-CARGO=${CARGO:-cargo}
 GO=${GO:-go}
 cd "$(dirname "$0")/.."
 
-"$CARGO" build --profile dist -p leasehold-ffi
 lib="$CARGO_TARGET_DIR/dist/libleasehold_ffi.a"
 
 # The module's files as the checkout has them (not what .gitignore ignores,

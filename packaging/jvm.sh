@@ -3,8 +3,8 @@
 # Maven repository in $DIST/jvm/repository (what `mvn deploy` would publish:
 # the jar, with the native library for linux x86_64 inside as JNA's
 # linux-x86-64/ resource, and its pom), and the jar again as
-# $DIST/jvm/leasehold-$VERSION.jar. The native library is built once with
-# the dist profile (its symbol table kept for uniffi's bindgen, which reads
+# $DIST/jvm/leasehold-$VERSION.jar. The native library is built with the
+# dist profile by `make dist-native` (its symbol table kept for uniffi's bindgen, which reads
 # the exports' metadata there; the jar's copy is stripped) and without the
 # test hooks; the Kotlin uniffi generates from it and Maven's output stay
 # under $CARGO_TARGET_DIR.
@@ -15,7 +15,6 @@ CARGO=${CARGO:-cargo}
 MVN=${MVN:-mvn}
 cd "$(dirname "$0")/.."
 
-"$CARGO" build --profile dist -p leasehold-jvm
 lib="$CARGO_TARGET_DIR/dist/libleasehold_jvm.so"
 (cd tools/uniffi-bindgen && "$CARGO" build --locked)
 stage="$CARGO_TARGET_DIR/jvm/dist"

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# `make dist-server`: the `leasehold` binary (server and CLI) built once with
-# the dist profile, shipped as a tarball and as a Debian package with a
-# systemd unit (packaging/server/), into $DIST/server.
+# `make dist-server`: the `leasehold` binary (server and CLI), built with the
+# dist profile by `make dist-native`, shipped as a tarball and as a Debian
+# package with a systemd unit (packaging/server/), into $DIST/server.
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO:=cargo}" "${CARGO_TARGET_DIR:?}"
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$DIST/server"
 rm -rf "$out" && mkdir -p "$out"
 
-"$CARGO" build --locked --profile dist -p leasehold-server
 bin="$CARGO_TARGET_DIR/dist/leasehold"
 built=$("$bin" --version)
 [ "$built" = "leasehold $VERSION" ] || { echo "server.sh: the binary says '$built', not leasehold $VERSION" >&2; exit 1; }

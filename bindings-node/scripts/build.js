@@ -6,9 +6,10 @@
 // The build runs cargo on the Rust crate in this folder, a member of the
 // Leasehold workspace, so it needs a checkout of the repository (the
 // published package carries no Rust sources), and copies the library to
-// ./leasehold.node. Uses CARGO_TARGET_DIR when set, so the build shares the
-// workspace's target folder. LEASEHOLD_NODE_PROFILE=debug builds without
-// optimisations.
+// ./leasehold.node with the workspace's `dist` profile, the one the
+// published addon is built with. Uses CARGO_TARGET_DIR when set, so the
+// build shares the workspace's target folder (and `make dist` finds the
+// addon built). LEASEHOLD_NODE_PROFILE=debug builds without optimisations.
 'use strict'
 
 const { spawnSync } = require('node:child_process')
@@ -28,7 +29,7 @@ if (!fs.existsSync(path.join(here, 'Cargo.toml'))) {
   )
   process.exit(1)
 }
-const profile = process.env.LEASEHOLD_NODE_PROFILE === 'debug' ? [] : ['--release']
+const profile = process.env.LEASEHOLD_NODE_PROFILE === 'debug' ? [] : ['--profile', 'dist']
 const cargo = process.env.CARGO || 'cargo'
 const args = [
   'build',
