@@ -3,8 +3,9 @@
 # $DIST/go (GOPROXY=file://$DIST/go), version v$VERSION, its zip carrying the
 # static library for linux/amd64 where link_static.go's #cgo flags look
 # (lib/linux_amd64/libleasehold_ffi.a). The library is built with the dist
-# profile by `make dist-native`, and its debug info stripped; the zip is made from a staging
-# copy under $CARGO_TARGET_DIR by golang.org/x/mod/zip (packaging/gomodule).
+# profile by `make dist-native`, and its debug info stripped; the zip is
+# made from a staging copy under $CARGO_TARGET_DIR by golang.org/x/mod/zip
+# (packaging/gomodule).
 # Env: DIST, VERSION, CARGO_TARGET_DIR and GO (default go).
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"

@@ -4,9 +4,9 @@
 # the jar, with the native library for linux x86_64 inside as JNA's
 # linux-x86-64/ resource, and its pom), and the jar again as
 # $DIST/jvm/leasehold-$VERSION.jar. The native library is built with the
-# dist profile by `make dist-native` (its symbol table kept for uniffi's bindgen, which reads
-# the exports' metadata there; the jar's copy is stripped) and without the
-# test hooks; the Kotlin uniffi generates from it and Maven's output stay
+# dist profile by `make dist-native` (its symbol table kept for uniffi's
+# bindgen, which reads the exports' metadata there; the jar's copy is
+# stripped) and without the test hooks; the Kotlin uniffi generates from it and Maven's output stay
 # under $CARGO_TARGET_DIR.
 # Env: DIST, VERSION, CARGO_TARGET_DIR, CARGO and MVN (default cargo, mvn).
 set -euo pipefail

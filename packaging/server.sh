@@ -3,7 +3,7 @@
 # dist profile by `make dist-native`, shipped as a tarball and as a Debian
 # package with a systemd unit (packaging/server/), into $DIST/server.
 set -euo pipefail
-: "${DIST:?}" "${VERSION:?}" "${CARGO:=cargo}" "${CARGO_TARGET_DIR:?}"
+: "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
 root=$(cd "$(dirname "$0")/.." && pwd)
 out="$DIST/server"
 rm -rf "$out" && mkdir -p "$out"

@@ -871,10 +871,10 @@ int main(void) {
   EXPECT(lh_store_close(freed), LH_CLOSED);
   EXPECT(lh_store_free(freed), LH_CLOSED);
   /* The runtime's tasks let their stores go on their own threads after the
-   * calls above return (a lost holding's keeper, a freed store's close): a
-   * pause before exiting lets them, or valgrind finds those stores' tables
-   * still allocated ("possibly lost"; seen once in CI, under valgrind's
-   * one-thread-at-a-time scheduling). */
+   * calls above return (a lost holding's keeper, for one): a pause before
+   * exiting lets them, or valgrind may find a store's tables still
+   * allocated ("possibly lost"; seen once in a clean-clone run of make test,
+   * under valgrind's one-thread-at-a-time scheduling). */
   usleep(200 * 1000);
   if (failures != 0) {
     fprintf(stderr, "%d checks failed\n", failures);
