@@ -9,6 +9,30 @@ pub fn is_etcd_url(url: &str) -> bool {
     url.starts_with("etcd://") || url.starts_with("etcds://")
 }
 
+/// The bound of one try of an etcd call at one member, when neither the
+/// options nor the URL give one: etcd's default election timeout, after
+/// which a member that lost its leader most likely has a new one.
+pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The shortest and the longest bound of one try of an etcd call.
+pub(crate) const ATTEMPT_TIMEOUT_RANGE: (Duration, Duration) =
+    (Duration::from_millis(50), Duration::from_secs(60));
+
+/// Checks a try's bound against [`ATTEMPT_TIMEOUT_RANGE`]; `InvalidArgument` outside it.
+pub(crate) fn check_attempt_timeout(timeout: Duration) -> crate::Result<Duration> {
+    let (low, high) = ATTEMPT_TIMEOUT_RANGE;
+    if timeout < low || timeout > high {
+        return Err(crate::Error::new(
+            crate::ErrorKind::InvalidArgument,
+            format!(
+                "attempt-timeout must lie from 50ms to 60s, got {}",
+                crate::duration::show(timeout)
+            ),
+        ));
+    }
+    Ok(timeout)
+}
+
 /// How to connect to a store over a network. Options a store does not use
 /// are ignored by it (a token by etcd, a user by the server store).
 ///
@@ -35,8 +59,14 @@ pub struct ConnectOptions {
     /// revision bugs the contracts depend on (DIST-08); off by default.
     pub accept_old_etcd: bool,
     /// How long one connection attempt may take; on etcd, also the bound
-    /// of every call the driver makes.
+    /// of every call the driver makes, all its tries together.
     pub connect_timeout: Duration,
+    /// On etcd, how long one try of a call at one member may take before
+    /// the call goes on to another member (default 1 s, etcd's default
+    /// election timeout; the URL's `attempt-timeout` wins over it). Keep it
+    /// under a fifth of the shortest ttl, so that a renewal is tried at
+    /// several members before its holder's deadline (docs/etcd.md).
+    pub attempt_timeout: Duration,
     /// The largest frame this client sends or accepts (server store).
     pub max_frame: usize,
 }
@@ -52,6 +82,7 @@ impl Default for ConnectOptions {
             client_key_pem: None,
             accept_old_etcd: false,
             connect_timeout: Duration::from_secs(5),
+            attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             max_frame: crate::remote::protocol::DEFAULT_MAX_FRAME,
         }
     }
@@ -85,6 +116,12 @@ impl ConnectOptions {
     ) -> ConnectOptions {
         self.client_cert_pem = Some(cert_pem.into());
         self.client_key_pem = Some(key_pem.into());
+        self
+    }
+
+    /// With this bound on one try of an etcd call at one member.
+    pub fn attempt_timeout(mut self, timeout: Duration) -> ConnectOptions {
+        self.attempt_timeout = timeout;
         self
     }
 

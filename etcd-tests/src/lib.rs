@@ -332,6 +332,40 @@ impl Cluster {
         }
     }
 
+    /// Makes member `i` the leader (etcd's move-leader, asked of the
+    /// current leader) and waits until it is.
+    pub async fn move_leader_to(&self, i: usize) {
+        let leader = self.wait_for_leader(Duration::from_secs(10)).await;
+        if leader == i {
+            return;
+        }
+        let mut admin = self.client().await;
+        let members = admin.member_list().await.expect("the members");
+        let target = members
+            .members()
+            .iter()
+            .find(|m| m.name() == self.members[i].name)
+            .expect("member i in the member list")
+            .id();
+        let endpoint = format!("{}://{}", self.scheme(), self.members[leader].endpoint());
+        let options = self.admin_options(Duration::from_secs(5));
+        let mut to_leader = etcd_client::Client::connect([endpoint], Some(options))
+            .await
+            .expect("a client of the leader");
+        to_leader
+            .move_leader(target)
+            .await
+            .expect("move the leader");
+        let until = Instant::now() + Duration::from_secs(10);
+        while self.leader().await != Some(i) {
+            assert!(
+                Instant::now() < until,
+                "member {i} did not become the leader"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// kill -9 of member `i`.
     pub fn kill(&mut self, i: usize) {
         if let Some(mut child) = self.members[i].child.take() {

@@ -121,24 +121,7 @@ async fn dist_04_a_moved_leader_keeps_waiters_in_line() {
     let waiter = wait_for(&lock(&b, ttl), "k");
     settle().await;
     let leader = cluster.wait_for_leader(Duration::from_secs(5)).await;
-    let mut admin = cluster.client().await;
-    let members = admin.member_list().await.expect("members");
-    let target = members
-        .members()
-        .iter()
-        .find(|m| m.name() != cluster.members[leader].name)
-        .expect("another member")
-        .id();
-    let mut to_leader = etcd_client::Client::connect(
-        [format!("http://{}", cluster.members[leader].endpoint())],
-        None,
-    )
-    .await
-    .expect("a client of the leader");
-    to_leader
-        .move_leader(target)
-        .await
-        .expect("move the leader");
+    cluster.move_leader_to((leader + 1) % 3).await;
     let moved = cluster.wait_for_leader(Duration::from_secs(5)).await;
     assert_ne!(moved, leader, "the leader did not move");
     let fence = held.lease().fence();

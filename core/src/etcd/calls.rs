@@ -1,23 +1,40 @@
 //! The etcd calls the driver makes, each bounded in time and failing with
-//! an ERR-01 code.
+//! an ERR-01 code. A call is made of tries: each try has a bound of its own
+//! (the attempt timeout, well under a holder's margin), and a try that
+//! fails or is stuck goes on at once to another member (`members.rs`),
+//! until the call's own bound. Every call the driver makes may be tried
+//! again: its transactions compare what they change, and a grant's answer
+//! is found again by its request id (LOCK-03, docs/etcd.md).
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Client, Txn, TxnResponse};
 
 use super::errors;
+use super::members::Members;
 use crate::error::{Error, ErrorKind, Result};
 
-/// The first and the longest pause before a call is tried again.
+/// The first and the longest pause before a call is tried again when every
+/// member failed lately (an election: every member answers "no leader").
 const RETRY_FIRST: Duration = Duration::from_millis(20);
-const RETRY_CAP: Duration = Duration::from_millis(500);
+const RETRY_CAP: Duration = Duration::from_millis(200);
 
-/// The etcd client and the bound of every call.
+/// How long the driver's calls and each of their tries may take.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// A whole call, all its tries together.
+    pub(crate) call: Duration,
+    /// One try at one member.
+    pub(crate) attempt: Duration,
+}
+
+/// The members' clients and the bounds of every call.
 #[derive(Clone)]
 pub(crate) struct Calls {
-    pub(crate) client: Client,
-    pub(crate) timeout: Duration,
+    pub(crate) members: Arc<Members>,
+    pub(crate) bounds: Bounds,
     /// Where the driver's background work runs.
     pub(crate) runtime: tokio::runtime::Handle,
 }
@@ -28,54 +45,85 @@ pub(crate) fn lease_secs(ttl: Duration) -> i64 {
     i64::try_from(ms.div_ceil(1000)).unwrap_or(i64::MAX)
 }
 
+/// Whether a failed try may succeed at another member or a moment later.
+fn worth_another_try(e: &Error) -> bool {
+    matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Timeout)
+}
+
 impl Calls {
-    /// Runs a call within the bound, trying it again while etcd cannot be
-    /// reached (a member down, an election): the balanced channel may pick
-    /// a dead member first. Every call the driver makes may be repeated:
-    /// its transactions compare what they change (docs/etcd.md).
+    /// Runs a call within the call's bound, each try within the attempt's,
+    /// at the member [`Members::pick`] names; a try that fails for want of
+    /// etcd (a member down, frozen or cut off, an election) passes its
+    /// member over and goes on at once to the next. `call` makes one try
+    /// with the client it is given.
     pub(crate) async fn bounded<T, F, Fut>(&self, doing: &str, mut call: F) -> Result<T>
     where
-        F: FnMut() -> Fut,
+        F: FnMut(Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let until = tokio::time::Instant::now() + self.timeout;
+        let until = tokio::time::Instant::now() + self.bounds.call;
         let mut pause = RETRY_FIRST;
+        let mut last: Option<Error> = None;
         loop {
-            let attempt = tokio::time::timeout_at(until, call()).await;
-            let e = match attempt {
-                Ok(Ok(v)) => return Ok(v),
+            let pick = self.members.pick();
+            if pick.all_failed {
+                if let Some(e) = last.take() {
+                    let again = tokio::time::Instant::now() + pause;
+                    if again >= until {
+                        return Err(e);
+                    }
+                    tokio::time::sleep_until(again).await;
+                    pause = (pause * 2).min(RETRY_CAP);
+                }
+            }
+            let attempt_until = (tokio::time::Instant::now() + self.bounds.attempt).min(until);
+            let members = &self.members;
+            let tried = tokio::time::timeout_at(attempt_until, async {
+                let client = members.client(pick.member).await?.clone();
+                call(client).await
+            })
+            .await;
+            let e = match tried {
+                Ok(Ok(v)) => {
+                    self.members.answered(pick.member);
+                    return Ok(v);
+                }
                 Ok(Err(e)) => errors::of(doing, e),
-                Err(_) => return Err(errors::timed_out(doing)),
+                Err(_) => errors::timed_out(doing),
             };
-            let again = tokio::time::Instant::now() + pause;
-            if e.kind() != ErrorKind::Unavailable || again >= until {
+            if !worth_another_try(&e) {
                 return Err(e);
             }
-            tokio::time::sleep_until(again).await;
-            pause = (pause * 2).min(RETRY_CAP);
+            self.members.failed(pick.member, self.bounds.attempt);
+            if tokio::time::Instant::now() >= until {
+                return Err(e);
+            }
+            last = Some(e);
         }
     }
 
     /// A new etcd lease of `secs` seconds.
     pub(crate) async fn grant(&self, secs: i64) -> Result<i64> {
-        let client = &self.client;
-        let grant = || {
-            let mut lease = client.lease_client();
-            async move { lease.grant(secs, None).await }
-        };
+        let grant = |client: Client| async move { client.lease_client().grant(secs, None).await };
         Ok(self.bounded("granting an etcd lease", grant).await?.id())
     }
 
-    /// Revokes an etcd lease, deleting the record attached to it; `Lost` if it is gone.
+    /// Revokes an etcd lease, deleting the record attached to it; `Lost` if
+    /// it is gone. A lease found gone by a try after another was sent is
+    /// taken as revoked by that earlier try, whose answer did not come: the
+    /// driver revokes only leases it has not seen run out, and etcd lets a
+    /// lease run out no sooner than its holder's deadline.
     pub(crate) async fn revoke(&self, id: i64) -> Result<()> {
-        let client = &self.client;
-        let revoke = || {
-            let mut lease = client.lease_client();
-            async move { lease.revoke(id).await }
+        let mut tries = 0u32;
+        let revoke = |client: Client| {
+            tries += 1;
+            async move { client.lease_client().revoke(id).await }
         };
-        self.bounded("revoking an etcd lease", revoke)
-            .await
-            .map(drop)
+        match self.bounded("revoking an etcd lease", revoke).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::Lost && tries > 1 => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Revokes an etcd lease in the background, where nobody waits for the answer.
@@ -88,13 +136,9 @@ impl Calls {
 
     /// Renews an etcd lease once; `Lost` if it is gone.
     pub(crate) async fn keep_alive(&self, id: i64) -> Result<()> {
-        let client = &self.client;
         // The stream's first answer, which keep_alive reads, renewed the
         // lease; the stream is then dropped (docs/etcd.md: one stream per renewal).
-        let renew = || {
-            let mut lease = client.lease_client();
-            async move { lease.keep_alive(id).await }
-        };
+        let renew = |client: Client| async move { client.lease_client().keep_alive(id).await };
         self.bounded("renewing an etcd lease", renew)
             .await
             .map(drop)
@@ -102,11 +146,9 @@ impl Calls {
 
     /// One transaction.
     pub(crate) async fn txn(&self, doing: &str, txn: Txn) -> Result<TxnResponse> {
-        let client = &self.client;
-        let call = || {
-            let mut kv = client.kv_client();
+        let call = |client: Client| {
             let txn = txn.clone();
-            async move { kv.txn(txn).await }
+            async move { client.kv_client().txn(txn).await }
         };
         self.bounded(doing, call).await
     }
@@ -118,11 +160,9 @@ impl Calls {
         key: Vec<u8>,
         options: etcd_client::GetOptions,
     ) -> Result<etcd_client::GetResponse> {
-        let client = &self.client;
-        let call = || {
-            let mut kv = client.kv_client();
+        let call = |client: Client| {
             let (key, options) = (key.clone(), options.clone());
-            async move { kv.get(key, Some(options)).await }
+            async move { client.kv_client().get(key, Some(options)).await }
         };
         self.bounded(doing, call).await
     }

@@ -15,10 +15,11 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::calls::{lease_secs, revision_of, Calls};
+use super::calls::{lease_secs, revision_of, Bounds, Calls};
 use super::held::{EtcdBook, NewHold, Request};
 use super::keys::{range_end, Layout, RequestRecord};
 use super::line::{self, InLine};
+use super::members::Members;
 use super::target::EtcdTarget;
 use super::version;
 use super::watcher::Watcher;
@@ -129,9 +130,14 @@ impl EtcdDriver {
         runtime: &Handle,
     ) -> Result<EtcdDriver> {
         let target = EtcdTarget::parse(url)?;
+        let attempt = target.attempt_timeout.unwrap_or(options.attempt_timeout);
+        crate::connect::check_attempt_timeout(attempt)?;
+        // A member's connection is made within one try's bound, and one
+        // that stops answering pings is dropped within it (past etcd's
+        // smallest ping interval, --grpc-keepalive-min-time: 5 s).
         let mut etcd = etcd_client::ConnectOptions::new()
-            .with_connect_timeout(options.connect_timeout)
-            .with_keep_alive(Duration::from_secs(10), options.connect_timeout)
+            .with_connect_timeout(attempt)
+            .with_keep_alive(Duration::from_secs(10), attempt)
             .with_keep_alive_while_idle(true)
             .with_require_leader(true);
         let user = options
@@ -146,23 +152,15 @@ impl EtcdDriver {
             etcd = etcd.with_tls(tls_of(&options)?);
         }
         let timeout = options.connect_timeout;
-        let client =
-            match tokio::time::timeout(timeout, Client::connect(&target.endpoints, Some(etcd)))
-                .await
-            {
-                Ok(Ok(client)) => client,
-                Ok(Err(e)) => return Err(super::errors::of("connecting to etcd", e)),
-                Err(_) => return Err(super::errors::timed_out("connecting to etcd")),
-            };
         let calls = Calls {
-            client,
-            timeout,
+            members: Arc::new(Members::new(&target.endpoints, etcd)),
+            bounds: Bounds {
+                call: timeout,
+                attempt,
+            },
             runtime: runtime.clone(),
         };
-        let status = || {
-            let mut maintenance = calls.client.maintenance_client();
-            async move { maintenance.status().await }
-        };
+        let status = |client: Client| async move { client.maintenance_client().status().await };
         let server_version = match calls.bounded("reading etcd's version", status).await {
             Ok(status) => status.version().to_owned(),
             Err(e) if e.kind() == ErrorKind::PermissionDenied => {
@@ -181,7 +179,7 @@ impl EtcdDriver {
         };
         version::check(&server_version, options.accept_old_etcd)?;
         let closed = CancellationToken::new();
-        let watcher = Watcher::start(calls.client.clone(), closed.clone(), runtime);
+        let watcher = Watcher::start(calls.clone(), closed.clone());
         Ok(EtcdDriver {
             shared: Arc::new(EtcdDriverCore {
                 calls,
@@ -547,9 +545,8 @@ impl Driver for EtcdDriver {
         let ttls = futures::future::join_all(holders.iter().map(|(_, lease)| {
             let lease = *lease;
             async move {
-                let read = || {
-                    let mut client = s.calls.client.lease_client();
-                    async move { client.time_to_live(lease, None).await }
+                let read = |client: Client| async move {
+                    client.lease_client().time_to_live(lease, None).await
                 };
                 s.calls
                     .bounded("reading a lease's ttl", read)

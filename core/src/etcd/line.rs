@@ -137,7 +137,7 @@ async fn take_turn(shared: &EtcdDriverCore, w: &InLine) -> Result<Promoted> {
 }
 
 async fn pause(shared: &EtcdDriverCore) {
-    tokio::time::sleep(retry_after(shared.calls.timeout)).await;
+    tokio::time::sleep(retry_after(shared.calls.bounds.attempt)).await;
 }
 
 /// Waits until the record `key` is deleted: the watch first, then a read.

@@ -16,6 +16,7 @@ mod errors;
 mod held;
 mod keys;
 mod line;
+mod members;
 mod slots;
 mod target;
 mod version;

@@ -1,4 +1,7 @@
-//! Where an etcd store lives: `etcd://[user:password@]h1:2379,h2:2379/PREFIX`.
+//! Where an etcd store lives:
+//! `etcd://[user:password@]h1:2379,h2:2379/PREFIX[?attempt-timeout=1s]`.
+
+use std::time::Duration;
 
 use percent_encoding::percent_decode_str;
 
@@ -13,10 +16,12 @@ pub const DEFAULT_PREFIX: &str = "/leasehold/";
 /// A parsed `etcd://` or `etcds://` URL.
 ///
 /// ```
+/// use std::time::Duration;
 /// use leasehold::etcd::EtcdTarget;
-/// let t = EtcdTarget::parse("etcd://10.0.0.1,10.0.0.2:2380/team-a")?;
+/// let t = EtcdTarget::parse("etcd://10.0.0.1,10.0.0.2:2380/team-a?attempt-timeout=500ms")?;
 /// assert_eq!(t.endpoints, ["http://10.0.0.1:2379", "http://10.0.0.2:2380"]);
 /// assert_eq!(t.prefix, "/team-a/");
+/// assert_eq!(t.attempt_timeout, Some(Duration::from_millis(500)));
 /// # Ok::<(), leasehold::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +34,9 @@ pub struct EtcdTarget {
     pub tls: bool,
     /// The user and password the URL names, if any.
     pub user: Option<(String, String)>,
+    /// The bound of one try of a call at one member (`?attempt-timeout=`),
+    /// if the URL gives one: it wins over `ConnectOptions::attempt_timeout`.
+    pub attempt_timeout: Option<Duration>,
 }
 
 impl EtcdTarget {
@@ -47,8 +55,23 @@ impl EtcdTarget {
         } else {
             return Err(bad("the scheme is neither etcd:// nor etcds://"));
         };
-        if rest.contains(['?', '#']) {
-            return Err(bad("an etcd URL has no query or fragment"));
+        if rest.contains('#') {
+            return Err(bad("an etcd URL has no fragment"));
+        }
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let mut attempt_timeout = None;
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("attempt-timeout", value)) => {
+                    let timeout = crate::duration::parse(value)
+                        .map_err(|_| bad("attempt-timeout is not a duration such as 500ms"))?;
+                    attempt_timeout = Some(
+                        crate::connect::check_attempt_timeout(timeout)
+                            .map_err(|e| bad(e.message()))?,
+                    );
+                }
+                _ => return Err(bad("the only query parameter is attempt-timeout")),
+            }
         }
         let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
         let (user, hosts) = match authority.rsplit_once('@') {
@@ -94,6 +117,7 @@ impl EtcdTarget {
             prefix,
             tls,
             user,
+            attempt_timeout,
         })
     }
 }
@@ -158,6 +182,9 @@ mod tests {
             "etcd://h1,,h2",
             "etcd://h:port",
             "etcd://h?x=1",
+            "etcd://h/p?attempt-timeout=soon",
+            "etcd://h/p?attempt-timeout=10ms",
+            "etcd://h/p#f",
             "leasehold://h",
             "etcd://:pw@h",
             "etcd://[::1",
@@ -165,6 +192,13 @@ mod tests {
             let e = EtcdTarget::parse(bad).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{bad}");
         }
+        let t = EtcdTarget::parse("etcd://h/p?attempt-timeout=250ms").unwrap();
+        assert_eq!(t.attempt_timeout, Some(Duration::from_millis(250)));
+        assert_eq!(t.prefix, "/p/");
+        assert_eq!(
+            EtcdTarget::parse("etcd://h/p").unwrap().attempt_timeout,
+            None
+        );
         let e = EtcdTarget::parse("etcd://u:secret@h:x").unwrap_err();
         assert!(!e.message().contains("secret"), "{e}");
     }

@@ -6,16 +6,26 @@
 //! created) and each then hears [`Notice::Created`], after which its owner
 //! reads again what it watches (DIST-04). etcd-client does not re-create a
 //! failed stream by itself.
+//!
+//! The stream goes to the member the driver's calls go to. A member that
+//! dies breaks it at once; one that freezes or is cut off says nothing, so
+//! a stream that has been silent for half a try's bound is asked for its
+//! progress, and one that does not answer within another half is given up
+//! and made again at the next member: a silent member is left within a
+//! try's bound, as a call would leave it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
-use etcd_client::{Client, WatchFilterType, WatchOptions, WatchRequestSender};
+use etcd_client::{Client, WatchFilterType, WatchOptions, WatchRequestSender, WatchResponseStream};
 use rand::Rng;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use super::calls::Calls;
 
 /// What a watch's owner hears.
 #[derive(Debug)]
@@ -80,22 +90,19 @@ impl Drop for WatchGuard {
 }
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
-const BACKOFF_CAP: Duration = Duration::from_secs(2);
+const BACKOFF_CAP: Duration = Duration::from_millis(250);
 
 impl Watcher {
-    /// Starts the supervisor on `runtime`; it ends with `closed`.
-    pub(crate) fn start(
-        client: Client,
-        closed: CancellationToken,
-        runtime: &tokio::runtime::Handle,
-    ) -> Watcher {
+    /// Starts the supervisor on the calls' runtime; it ends with `closed`.
+    pub(crate) fn start(calls: Calls, closed: CancellationToken) -> Watcher {
         let (commands, rx) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             watches: Mutex::new(HashMap::new()),
             commands,
             next: AtomicI64::new(1),
         });
-        runtime.spawn(supervise(client, Arc::downgrade(&inner), rx, closed));
+        let runtime = calls.runtime.clone();
+        runtime.spawn(supervise(calls, Arc::downgrade(&inner), rx, closed));
         Watcher { inner }
     }
 
@@ -138,12 +145,59 @@ fn notify(inner: &Inner, id: i64, notice: Notice) {
     }
 }
 
+/// When a stream is silent, and whether it was asked for its progress.
+struct Liveness {
+    heard: Instant,
+    asked: Option<Instant>,
+}
+
+impl Liveness {
+    fn new() -> Liveness {
+        Liveness {
+            heard: Instant::now(),
+            asked: None,
+        }
+    }
+
+    /// When to look at the stream next: half a try's bound after it was
+    /// last heard, or after it was asked.
+    fn next_look(&self, bound: Duration) -> Instant {
+        self.asked.unwrap_or(self.heard) + bound / 2
+    }
+}
+
+/// The stream of the member the calls go to, opened with the first watch's
+/// create request within a try's bound.
+async fn open(
+    calls: &Calls,
+    key: Vec<u8>,
+    options: WatchOptions,
+) -> Option<(usize, WatchResponseStream, WatchRequestSender)> {
+    let pick = calls.members.pick();
+    let opened = tokio::time::timeout(calls.bounds.attempt, async {
+        let client: Client = calls.members.client(pick.member).await?.clone();
+        client.watch_client().watch(key, Some(options)).await
+    })
+    .await;
+    match opened {
+        Ok(Ok(stream)) => {
+            let (sender, responses) = stream.split();
+            Some((pick.member, responses, sender))
+        }
+        _ => {
+            calls.members.failed(pick.member, calls.bounds.attempt);
+            None
+        }
+    }
+}
+
 async fn supervise(
-    client: Client,
+    calls: Calls,
     inner: Weak<Inner>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     closed: CancellationToken,
 ) {
+    let bound = calls.bounds.attempt;
     let mut backoff = BACKOFF_FIRST;
     loop {
         let Some(first) = inner
@@ -160,16 +214,14 @@ async fn supervise(
         let Some(create) = inner.upgrade().and_then(|i| create_of(&i, first)) else {
             continue;
         };
-        let mut watch_client = client.watch_client();
         let opened = tokio::select! {
-            o = watch_client.watch(create.0, Some(create.1)) => o,
+            o = open(&calls, create.0, create.1) => o,
             _ = closed.cancelled() => return,
         };
-        let Ok(stream) = opened else {
-            pause(&mut backoff, &closed).await;
+        let Some((member, mut responses, mut sender)) = opened else {
+            pause(&mut backoff, &calls, &closed).await;
             continue;
         };
-        let (mut sender, mut responses) = stream.split();
         let mut on_stream = HashSet::from([first]);
         let mut exact = HashMap::from([(first, create.2)]);
         let ids: Vec<i64> = match inner.upgrade() {
@@ -178,34 +230,48 @@ async fn supervise(
         };
         let mut healthy = true;
         for id in ids.into_iter().filter(|id| *id != first) {
-            if !add(&inner, &mut sender, id, &mut on_stream, &mut exact).await {
+            if !add(&inner, &mut sender, id, &mut on_stream, &mut exact, bound).await {
                 healthy = false;
                 break;
             }
         }
+        let mut live = Liveness::new();
         while healthy {
             tokio::select! {
                 _ = closed.cancelled() => return,
+                _ = tokio::time::sleep_until(live.next_look(bound)), if !on_stream.is_empty() => {
+                    if live.asked.is_some() {
+                        // Asked, and silent since: frozen or cut off.
+                        calls.members.failed(member, bound);
+                        healthy = false;
+                    } else if within(bound, sender.request_progress()).await {
+                        live.asked = Some(Instant::now());
+                    } else {
+                        healthy = false;
+                    }
+                }
                 command = commands.recv() => match command {
                     None => return,
                     Some(Command::Add(id)) => {
                         if !on_stream.contains(&id)
-                            && !add(&inner, &mut sender, id, &mut on_stream, &mut exact).await
+                            && !add(&inner, &mut sender, id, &mut on_stream, &mut exact, bound).await
                         {
                             healthy = false;
                         }
                     }
                     Some(Command::Cancel(id)) => {
-                        if on_stream.remove(&id) && sender.cancel(id).await.is_err() {
+                        if on_stream.remove(&id) && !within(bound, sender.cancel(id)).await {
                             healthy = false;
                         }
                     }
                 },
                 message = responses.message() => {
                     let Ok(Some(response)) = message else {
+                        calls.members.failed(member, bound);
                         healthy = false;
                         continue;
                     };
+                    live = Liveness::new();
                     backoff = BACKOFF_FIRST;
                     let Some(i) = inner.upgrade() else { return };
                     let id = response.watch_id();
@@ -239,7 +305,7 @@ async fn supervise(
                 notify(&i, id, Notice::Reset);
             }
         }
-        pause(&mut backoff, &closed).await;
+        pause(&mut backoff, &calls, &closed).await;
     }
 }
 
@@ -249,16 +315,31 @@ async fn add(
     id: i64,
     on_stream: &mut HashSet<i64>,
     exact: &mut HashMap<i64, bool>,
+    bound: Duration,
 ) -> bool {
     let Some((key, options, from_start)) = inner.upgrade().and_then(|i| create_of(&i, id)) else {
         return true;
     };
     on_stream.insert(id);
     exact.insert(id, from_start);
-    sender.watch(key, Some(options)).await.is_ok()
+    within(bound, sender.watch(key, Some(options))).await
 }
 
-async fn pause(backoff: &mut Duration, closed: &CancellationToken) {
+/// Whether a request was queued on the stream within `bound`: the queue is
+/// short, and a member that does not read fills it.
+async fn within(
+    bound: Duration,
+    send: impl std::future::Future<Output = Result<(), etcd_client::Error>>,
+) -> bool {
+    matches!(tokio::time::timeout(bound, send).await, Ok(Ok(())))
+}
+
+/// Waits before the stream is made again: not at all while another member
+/// has not failed lately, else a growing pause.
+async fn pause(backoff: &mut Duration, calls: &Calls, closed: &CancellationToken) {
+    if !calls.members.pick().all_failed {
+        return;
+    }
     let wait = rand::thread_rng().gen_range(*backoff / 2..=*backoff);
     *backoff = (*backoff * 2).min(BACKOFF_CAP);
     tokio::select! {
