@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -13,6 +14,16 @@ use leasehold::remote::protocol::DEFAULT_MAX_FRAME;
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7450";
 /// The most connections served at once unless told otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// The most connections in their handshake (TLS, then the hello) at once
+/// unless told otherwise: past it, a newcomer takes the oldest one's place.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 4096;
+/// How long a connection has from its accept to its hello (TLS handshake
+/// included) unless told otherwise.
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(2);
+/// The shortest `--hello-timeout` accepted.
+pub const MIN_HELLO_TIMEOUT: Duration = Duration::from_millis(100);
+/// The longest `--hello-timeout` accepted.
+pub const MAX_HELLO_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most holds and waits one connection may own unless told otherwise.
 pub const DEFAULT_MAX_KEYS_PER_CONNECTION: usize = 10_000;
 /// The most requests that may wait in one key's line unless told otherwise.
@@ -60,10 +71,27 @@ pub struct ServeArgs {
     #[arg(long, env = "LEASEHOLD_MAX_FRAME", value_name = "BYTES")]
     pub max_frame: Option<usize>,
 
-    /// The most connections served at once; more are refused `Unavailable`.
-    /// [default: 1024]
+    /// The most connections served at once (past their hello); more are
+    /// refused `Unavailable` after their hello. [default: 1024]
     #[arg(long, env = "LEASEHOLD_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<usize>,
+
+    /// The most connections of one token served at once; more are refused
+    /// `Unavailable` after their hello. Only with `--tokens`.
+    /// [default: half of --max-connections, rounded up]
+    #[arg(long, env = "LEASEHOLD_MAX_CONNECTIONS_PER_TOKEN", value_name = "N")]
+    pub max_connections_per_token: Option<usize>,
+
+    /// The most connections in their handshake (TLS, then the hello) at once,
+    /// apart from `--max-connections`; past it, a new connection takes the
+    /// place of the oldest, which is closed. [default: 4096]
+    #[arg(long, env = "LEASEHOLD_MAX_HANDSHAKES", value_name = "N")]
+    pub max_handshakes: Option<usize>,
+
+    /// How long a connection has from its accept to its hello, TLS handshake
+    /// included (`2s`, `500ms`; 100ms to 60s). [default: 2s]
+    #[arg(long, env = "LEASEHOLD_HELLO_TIMEOUT", value_name = "DURATION", value_parser = crate::commands::parse_duration)]
+    pub hello_timeout: Option<Duration>,
 
     /// The most holds and waits one connection may own at once; more are
     /// answered `Unavailable`. [default: 10000]
@@ -104,6 +132,12 @@ pub struct FileConfig {
     pub max_frame: Option<usize>,
     /// `max-connections`.
     pub max_connections: Option<usize>,
+    /// `max-connections-per-token`.
+    pub max_connections_per_token: Option<usize>,
+    /// `max-handshakes`.
+    pub max_handshakes: Option<usize>,
+    /// `hello-timeout`, a duration string (`"2s"`).
+    pub hello_timeout: Option<String>,
     /// `max-keys-per-connection`.
     pub max_keys_per_connection: Option<usize>,
     /// `max-waiters-per-key`.
@@ -159,8 +193,14 @@ pub struct TlsFiles {
 pub struct Limits {
     /// The largest frame accepted from a client, in bytes.
     pub max_frame: usize,
-    /// The most connections served at once.
+    /// The most connections served at once (past their hello).
     pub max_connections: usize,
+    /// The most connections of one token served at once.
+    pub max_connections_per_token: usize,
+    /// The most connections in their handshake at once.
+    pub max_handshakes: usize,
+    /// How long a connection has from its accept to its hello.
+    pub hello_timeout: Duration,
     /// The most holds and waits one connection may own at once.
     pub max_keys_per_connection: usize,
     /// The most requests that may wait in one key's line.
@@ -172,6 +212,9 @@ impl Default for Limits {
         Limits {
             max_frame: DEFAULT_MAX_FRAME,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_token: DEFAULT_MAX_CONNECTIONS.div_ceil(2),
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            hello_timeout: DEFAULT_HELLO_TIMEOUT,
             max_keys_per_connection: DEFAULT_MAX_KEYS_PER_CONNECTION,
             max_waiters_per_key: DEFAULT_MAX_WAITERS_PER_KEY,
         }
@@ -222,6 +265,8 @@ impl ServerConfig {
         }
         for (name, n) in [
             ("max-connections", l.max_connections),
+            ("max-connections-per-token", l.max_connections_per_token),
+            ("max-handshakes", l.max_handshakes),
             ("max-keys-per-connection", l.max_keys_per_connection),
             ("max-waiters-per-key", l.max_waiters_per_key),
         ] {
@@ -232,6 +277,12 @@ impl ServerConfig {
         // The table's semaphore-based connection limit cannot go beyond this.
         if l.max_connections > tokio::sync::Semaphore::MAX_PERMITS {
             bail!("max-connections is too large");
+        }
+        if !(MIN_HELLO_TIMEOUT..=MAX_HELLO_TIMEOUT).contains(&l.hello_timeout) {
+            bail!(
+                "hello-timeout must lie from 100ms to 60s, got {}",
+                leasehold::duration::show(l.hello_timeout)
+            );
         }
         Ok(())
     }
@@ -269,12 +320,30 @@ impl ServeArgs {
         };
         config.tokens = self.tokens.or(file.tokens);
         let d = Limits::default();
+        let max_connections = self
+            .max_connections
+            .or(file.max_connections)
+            .unwrap_or(d.max_connections);
+        let hello_timeout = match self.hello_timeout {
+            Some(t) => t,
+            None => match &file.hello_timeout {
+                Some(text) => crate::commands::parse_duration(text)
+                    .context("bad hello-timeout in the config file")?,
+                None => d.hello_timeout,
+            },
+        };
         config.limits = Limits {
             max_frame: self.max_frame.or(file.max_frame).unwrap_or(d.max_frame),
-            max_connections: self
-                .max_connections
-                .or(file.max_connections)
-                .unwrap_or(d.max_connections),
+            max_connections,
+            max_connections_per_token: self
+                .max_connections_per_token
+                .or(file.max_connections_per_token)
+                .unwrap_or(max_connections.div_ceil(2)),
+            max_handshakes: self
+                .max_handshakes
+                .or(file.max_handshakes)
+                .unwrap_or(d.max_handshakes),
+            hello_timeout,
             max_keys_per_connection: self
                 .max_keys_per_connection
                 .or(file.max_keys_per_connection)
@@ -322,6 +391,52 @@ mod tests {
         assert_eq!(c.limits.max_connections, 7);
         assert_eq!(c.limits.max_waiters_per_key, DEFAULT_MAX_WAITERS_PER_KEY);
         assert_eq!(c.log, "info");
+        // Half of max-connections unless told otherwise.
+        assert_eq!(c.limits.max_connections_per_token, 4);
+        assert_eq!(c.limits.max_handshakes, DEFAULT_MAX_HANDSHAKES);
+        assert_eq!(c.limits.hello_timeout, DEFAULT_HELLO_TIMEOUT);
+    }
+
+    #[test]
+    fn the_handshake_limits_come_from_flags_or_the_file() {
+        let file = FileConfig::parse(
+            r#"
+            data-dir = "/from/file"
+            hello-timeout = "500ms"
+            max-handshakes = 300
+            max-connections-per-token = 9
+            "#,
+        )
+        .unwrap();
+        let c = ServeArgs::default()
+            .resolve_with(file.clone(), None)
+            .unwrap();
+        assert_eq!(c.limits.hello_timeout, Duration::from_millis(500));
+        assert_eq!(c.limits.max_handshakes, 300);
+        assert_eq!(c.limits.max_connections_per_token, 9);
+        let args = ServeArgs {
+            hello_timeout: Some(Duration::from_secs(3)),
+            max_handshakes: Some(10),
+            max_connections_per_token: Some(2),
+            ..ServeArgs::default()
+        };
+        let c = args.resolve_with(file, None).unwrap();
+        assert_eq!(c.limits.hello_timeout, Duration::from_secs(3));
+        assert_eq!(c.limits.max_handshakes, 10);
+        assert_eq!(c.limits.max_connections_per_token, 2);
+        for bad in [
+            "data-dir = 'd'\nhello-timeout = 'soon'",
+            "data-dir = 'd'\nhello-timeout = '10ms'",
+            "data-dir = 'd'\nhello-timeout = '2m'",
+            "data-dir = 'd'\nmax-handshakes = 0",
+            "data-dir = 'd'\nmax-connections-per-token = 0",
+        ] {
+            let file = FileConfig::parse(bad).unwrap();
+            assert!(
+                ServeArgs::default().resolve_with(file, None).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! One client connection: the hello, then requests answered by id, grants
+//! One client connection past its hello (`hello.rs` admits it): the
+//! welcome, then requests answered by id, grants
 //! and losses pushed, all in one loop per connection that also writes: the
 //! answers to every frame already read go out in one write when the loop
 //! would otherwise wait, with no task between reading and writing.
@@ -33,15 +34,14 @@ use leasehold::remote::protocol::{
 };
 use leasehold::slots::{NamespaceSpec, SlotLease, SlotRequest};
 use leasehold::{duration, names, Error, ErrorKind, GroupId, LeaseId, LossReason, RequestId};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf};
-use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadHalf, WriteHalf};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec, LengthDelimitedCodecError};
 
+use crate::hello::Admitted;
 use crate::metrics::Op;
 use crate::shared::{outbound_codec, ServerContextRef};
 
-/// How long a client has to send its hello.
-pub const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many lock names a connection keeps to share among its holds.
 const LOCK_NAMES: usize = 1024;
 /// How many bytes of answers may wait in the connection's buffer before it
@@ -59,7 +59,8 @@ const LINGER_BYTES: usize = 1 << 20;
 pub use leasehold::remote::protocol::RENEW_ENTRY_BYTES;
 use leasehold::remote::protocol::{max_renewals, REPLY_ENVELOPE_BYTES};
 
-type Frames<S> = FramedRead<ReadHalf<S>, LengthDelimitedCodec>;
+/// The frames read from a connection.
+pub(crate) type Frames<S> = FramedRead<ReadHalf<S>, LengthDelimitedCodec>;
 
 /// Why a connection ended.
 enum End {
@@ -71,7 +72,8 @@ enum End {
     Goodbye(WireError),
 }
 
-fn wire(kind: ErrorKind, message: impl Into<String>) -> WireError {
+/// An error as the wire carries it.
+pub(crate) fn wire(kind: ErrorKind, message: impl Into<String>) -> WireError {
     WireError {
         code: kind.code().to_owned(),
         message: message.into(),
@@ -183,27 +185,27 @@ enum Event {
     Loss((LeaseId, u64), Result<LossReason, NothingLost>),
 }
 
-/// Serves one accepted connection until it ends; `_permit` is its place
-/// under `--max-connections`.
+/// Serves a connection admitted past its hello (`frames` read it) until it
+/// ends; `admitted` holds its places.
 pub(crate) async fn serve<S>(
     shared: ServerContextRef,
-    io: S,
+    mut frames: Frames<S>,
+    wr: WriteHalf<S>,
     peer: SocketAddr,
-    _permit: OwnedSemaphorePermit,
+    admitted: Admitted,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let id = shared.connection_id();
     shared.metrics.connections.inc();
     tracing::debug!(connection = id, %peer, "connection opened");
-    let (rd, wr) = tokio::io::split(io);
-    let mut frames = FramedRead::new(rd, shared.inbound_codec());
     let mut sink = FramedWrite::new(wr, outbound_codec());
     sink.set_backpressure_boundary(WRITE_BUFFER);
+    let role = admitted.role;
     let mut conn = Connection {
         id,
         shared: shared.clone(),
-        role: Role::Read,
+        role,
         sink,
         waits: HashMap::new(),
         held: HashMap::new(),
@@ -213,22 +215,16 @@ pub(crate) async fn serve<S>(
         losses: mpsc::unbounded_channel(),
         generation: 0,
     };
-    let end = match hello(&conn, &mut frames).await {
-        Ok(role) => {
-            conn.role = role;
-            let welcome = ServerFrame::Welcome {
-                version: VERSION,
-                epoch: shared.driver.epoch(),
-                role,
-                max_frame: u32::try_from(shared.limits.max_frame).unwrap_or(u32::MAX),
-            };
-            if conn.send(&welcome).await {
-                conn.run(&mut frames).await
-            } else {
-                End::Broken
-            }
-        }
-        Err(end) => end,
+    let welcome = ServerFrame::Welcome {
+        version: VERSION,
+        epoch: shared.driver.epoch(),
+        role,
+        max_frame: u32::try_from(shared.limits.max_frame).unwrap_or(u32::MAX),
+    };
+    let end = if conn.send(&welcome).await {
+        conn.run(&mut frames).await
+    } else {
+        End::Broken
     };
     let goodbye = match end {
         End::Goodbye(error) => {
@@ -256,27 +252,9 @@ pub(crate) async fn serve<S>(
     if goodbye {
         linger(frames.into_inner()).await;
     }
+    drop(admitted);
     shared.metrics.connections.dec();
     tracing::debug!(connection = id, %peer, "connection closed");
-}
-
-/// Refuses a connection with `error` (the server is full, or shutting down).
-pub(crate) async fn refuse<S>(io: S, error: WireError)
-where
-    S: AsyncRead + AsyncWrite + Send + 'static,
-{
-    let (rd, wr) = tokio::io::split(io);
-    let mut sink = FramedWrite::new(wr, outbound_codec());
-    if let Ok(bytes) = protocol::encode(&ServerFrame::Goodbye(error)) {
-        let sent = tokio::time::timeout(LINGER, async {
-            sink.send(Bytes::from(bytes)).await?;
-            SinkExt::<Bytes>::close(&mut sink).await
-        })
-        .await;
-        if matches!(sent, Ok(Ok(()))) {
-            linger(rd).await;
-        }
-    }
 }
 
 /// Reads and discards what the client still sends, until it closes, for a
@@ -294,48 +272,6 @@ async fn linger<R: AsyncRead + Unpin>(mut rd: R) {
         }
     })
     .await;
-}
-
-/// Reads the hello and answers the role it admits to, or how to end.
-async fn hello<S: AsyncRead, W>(conn: &Connection<W>, frames: &mut Frames<S>) -> Result<Role, End> {
-    let next = tokio::select! {
-        next = tokio::time::timeout(HELLO_TIMEOUT, frames.next()) => next,
-        _ = conn.shared.shutdown.cancelled() => {
-            return Err(End::Goodbye(wire(ErrorKind::Unavailable, "shutting down")))
-        }
-    };
-    let first = match next {
-        Err(_) => return Err(protocol_end("no Hello within 10s")),
-        Ok(None) => return Err(End::Eof),
-        Ok(Some(Err(e))) => return Err(read_error(e)),
-        Ok(Some(Ok(bytes))) => bytes,
-    };
-    let (version, token) = match protocol::decode::<ClientFrame>(&first) {
-        Err(e) => return Err(protocol_end(e.message())),
-        Ok(ClientFrame::Request { .. }) => {
-            return Err(protocol_end("the first frame must be Hello"))
-        }
-        Ok(ClientFrame::Hello { version, token }) => (version, token),
-    };
-    if version != VERSION {
-        return Err(protocol_end(format!(
-            "protocol version {version} is not spoken here; this server speaks {VERSION}"
-        )));
-    }
-    let Some(tokens) = &conn.shared.tokens else {
-        return Ok(Role::Write);
-    };
-    match token.as_deref().map(|t| tokens.role(t)) {
-        Some(Some(role)) => Ok(role),
-        Some(None) => Err(End::Goodbye(wire(
-            ErrorKind::Unauthenticated,
-            "the token is not one this server accepts",
-        ))),
-        None => Err(End::Goodbye(wire(
-            ErrorKind::Unauthenticated,
-            "this server needs a token",
-        ))),
-    }
 }
 
 /// One connection past its hello, writing to `W`.

@@ -21,10 +21,14 @@ pub mod commands;
 pub mod config;
 mod connection;
 pub mod epochs;
+mod handshakes;
+mod hello;
 mod listener;
 pub mod metrics;
+mod open_files;
 mod shared;
 pub mod slot_journal;
+mod tenants;
 pub mod tls;
 pub mod tokens;
 
@@ -38,8 +42,9 @@ use leasehold::{MemoryDriver, MemoryOptions};
 use tokio::net::TcpListener;
 
 pub use config::{Limits, ServeArgs, ServerConfig, TlsFiles};
-pub use connection::{HELLO_TIMEOUT, RENEW_ENTRY_BYTES};
+pub use connection::RENEW_ENTRY_BYTES;
 pub use epochs::{DataDir, FileEpochs};
+pub use hello::MAX_HELLO;
 pub use tokens::Tokens;
 
 use shared::ServerContext;
@@ -55,32 +60,30 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Dropping it says goodbye (`Unavailable`) to the connections still served.
 pub struct Connections {
     shared: Arc<ServerContext>,
-    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl Connections {
     /// Connections to `driver` (a store in renewal mode, as the server's),
     /// authenticated with `tokens` when given, within `limits`.
     pub fn new(driver: Arc<MemoryDriver>, tokens: Option<Tokens>, limits: Limits) -> Connections {
-        let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
         let metrics = Arc::new(metrics::Metrics::new());
         Connections {
             shared: Arc::new(ServerContext::new(driver, tokens, limits, metrics)),
-            slots,
         }
     }
 
-    /// Serves one connection over `io` until it ends, once one of
-    /// `max_connections` places is free.
+    /// Serves one connection over `io` until it ends, as an accepted TCP
+    /// connection is served: a handshake place (the oldest evicted past
+    /// `max_handshakes`), its hello within `hello_timeout`, then a place
+    /// under `max_connections_per_token` and `max_connections`, or a
+    /// goodbye (`Unavailable`).
     pub async fn serve<S>(&self, io: S)
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + 'static,
     {
-        let Ok(permit) = self.slots.clone().acquire_owned().await else {
-            return;
-        };
         let peer = SocketAddr::from(([0, 0, 0, 0], 0));
-        connection::serve(self.shared.clone(), io, peer, permit).await;
+        let handshake = self.shared.handshakes.enter();
+        hello::serve(self.shared.clone(), io, peer, handshake).await;
     }
 }
 
@@ -236,6 +239,7 @@ impl Drop for Server {
 pub async fn serve(config: ServerConfig) -> Result<()> {
     // Before anything is announced, so that a signal sent at once is handled.
     let mut signals = Signals::new()?;
+    open_files::raise(&config.limits);
     let server = Server::start(config).await?;
     let mut stdout = std::io::stdout().lock();
     if let Some(addr) = server.metrics_addr() {

@@ -78,6 +78,58 @@ impl Op {
     }
 }
 
+/// Why a connection was refused, or closed before it was served, as the
+/// `reason` label of `refusals_total` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Past its hello, every `--max-connections` place was taken.
+    MaxConnections,
+    /// Past its hello, its token had `--max-connections-per-token` connections.
+    PerToken,
+    /// It had not said hello (or finished its TLS handshake) within `--hello-timeout`.
+    HelloTimeout,
+    /// It was the oldest in its handshake when every `--max-handshakes` place
+    /// was taken and another connection came.
+    Evicted,
+    /// Its hello had no token, or one the server does not accept.
+    BadToken,
+    /// Its first frame was not a hello of this protocol version.
+    BadHello,
+    /// Its TLS handshake failed.
+    TlsHandshake,
+}
+
+impl Refusal {
+    /// Every reason.
+    pub(crate) const ALL: [Refusal; 7] = [
+        Refusal::MaxConnections,
+        Refusal::PerToken,
+        Refusal::HelloTimeout,
+        Refusal::Evicted,
+        Refusal::BadToken,
+        Refusal::BadHello,
+        Refusal::TlsHandshake,
+    ];
+
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::MaxConnections => "max_connections",
+            Refusal::PerToken => "per_token",
+            Refusal::HelloTimeout => "hello_timeout",
+            Refusal::Evicted => "evicted",
+            Refusal::BadToken => "bad_token",
+            Refusal::BadHello => "bad_hello",
+            Refusal::TlsHandshake => "tls_handshake",
+        }
+    }
+
+    /// Its place in [`Refusal::ALL`].
+    pub(crate) fn index(self) -> usize {
+        Refusal::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OpLabels {
     op: &'static str,
@@ -94,8 +146,10 @@ pub struct Metrics {
     registry: Registry,
     leases_held: Gauge,
     waiters: Gauge,
-    /// Connections open now (past their connection-limit check).
+    /// Connections served now (past their hello and their connection limits).
     pub connections: Gauge,
+    /// Connections in their handshake now (TLS, then the hello).
+    pub handshakes: Gauge,
     /// Grants answered to holds or pushed to waiters.
     pub grants: Counter,
     /// Leases renewed.
@@ -105,6 +159,7 @@ pub struct Metrics {
     losses: Family<ReasonLabels, Counter>,
     /// Connections closed for a malformed, oversized or untimely frame.
     pub protocol_errors: Counter,
+    refusals: [Counter; Refusal::ALL.len()],
     durations: [Histogram; Op::ALL.len()],
 }
 
@@ -129,11 +184,13 @@ impl Metrics {
         let leases_held = Gauge::default();
         let waiters = Gauge::default();
         let connections = Gauge::default();
+        let handshakes = Gauge::default();
         let grants = Counter::default();
         let renewals = Counter::default();
         let releases = Counter::default();
         let losses = Family::<ReasonLabels, Counter>::default();
         let protocol_errors = Counter::default();
+        let refusals = Family::<ReasonLabels, Counter>::default();
         let request_duration =
             Family::<OpLabels, Histogram, fn() -> Histogram>::new_with_constructor(
                 duration_histogram,
@@ -146,8 +203,13 @@ impl Metrics {
         registry.register("waiters", "Requests waiting in lines now", waiters.clone());
         registry.register(
             "connections",
-            "Client connections open now",
+            "Client connections served now, past their hello",
             connections.clone(),
+        );
+        registry.register(
+            "handshakes",
+            "Client connections in their handshake now (TLS, then the hello)",
+            handshakes.clone(),
         );
         registry.register("grants", "Grants answered or pushed", grants.clone());
         registry.register("renewals", "Leases renewed", renewals.clone());
@@ -162,12 +224,22 @@ impl Metrics {
             "Connections closed for a malformed, oversized or untimely frame",
             protocol_errors.clone(),
         );
+        registry.register(
+            "refusals",
+            "Connections refused, or closed before they were served, by reason",
+            refusals.clone(),
+        );
         registry.register_with_unit(
             "request_duration",
             "Time to answer a request, by op",
             Unit::Seconds,
             request_duration.clone(),
         );
+        let refusals = Refusal::ALL.map(|why| {
+            refusals.get_or_create_owned(&ReasonLabels {
+                reason: why.as_str(),
+            })
+        });
         let durations =
             Op::ALL.map(|op| request_duration.get_or_create_owned(&OpLabels { op: op.as_str() }));
         Metrics {
@@ -175,11 +247,13 @@ impl Metrics {
             leases_held,
             waiters,
             connections,
+            handshakes,
             grants,
             renewals,
             releases,
             losses,
             protocol_errors,
+            refusals,
             durations,
         }
     }
@@ -191,6 +265,11 @@ impl Metrics {
                 reason: reason.as_str(),
             })
             .inc();
+    }
+
+    /// Counts a connection refused (or closed before it was served) for `why`.
+    pub fn refused(&self, why: Refusal) {
+        self.refusals[why.index()].inc();
     }
 
     /// Records how long a request of kind `op` took.
@@ -297,11 +376,15 @@ mod tests {
         m.grants.inc();
         m.lost(LossReason::Expired);
         m.observe(Op::Hold, Duration::from_micros(30));
+        m.refused(Refusal::Evicted);
         let text = m.render(&driver);
         for name in [
             "leases_held 0",
             "waiters 0",
             "connections 0",
+            "handshakes 0",
+            "refusals_total{reason=\"evicted\"} 1",
+            "refusals_total{reason=\"bad_token\"} 0",
             "grants_total 1",
             "renewals_total 0",
             "releases_total 0",

@@ -1,17 +1,24 @@
 //! What every connection of one server shares: the store, the tokens, the
-//! limits, the metrics and the shutdown signal.
+//! limits and the places they bound, the metrics and the shutdown signal.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use leasehold::MemoryDriver;
+use tokio::sync::Semaphore;
 use tokio_util::codec::LengthDelimitedCodec;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Limits;
-use crate::metrics::Metrics;
+use crate::handshakes::Handshakes;
+use crate::metrics::{Metrics, Refusal};
+use crate::tenants::Tenants;
 use crate::tokens::Tokens;
+
+/// How often, at most, the log says that connections are being refused for
+/// one reason (the metrics count every one).
+const REFUSAL_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The state of one running server, shared by its tasks.
 pub(crate) struct ServerContext {
@@ -23,6 +30,12 @@ pub(crate) struct ServerContext {
     pub limits: Limits,
     /// The metrics.
     pub metrics: Arc<Metrics>,
+    /// The places of connections in their handshake (`--max-handshakes`).
+    pub handshakes: Arc<Handshakes>,
+    /// The places of connections served (`--max-connections`).
+    pub places: Arc<Semaphore>,
+    /// The connections of each token (`--max-connections-per-token`).
+    pub tenants: Arc<Tenants>,
     /// Cancelled when the server shuts down.
     pub shutdown: CancellationToken,
     /// Every task that must end before the server has shut down.
@@ -34,6 +47,9 @@ pub(crate) struct ServerContext {
     /// the give-up of that request never interleave.
     pub grace: tokio::sync::Mutex<()>,
     next_connection: AtomicU64,
+    /// When each reason of refusal was last logged, in ms since `started`.
+    refusal_logged: [AtomicU64; Refusal::ALL.len()],
+    started: std::time::Instant,
 }
 
 impl ServerContext {
@@ -43,16 +59,54 @@ impl ServerContext {
         limits: Limits,
         metrics: Arc<Metrics>,
     ) -> ServerContext {
+        let handshakes = Arc::new(Handshakes::new(
+            limits.max_handshakes,
+            limits.hello_timeout,
+            metrics.handshakes.clone(),
+        ));
+        let tenants = Arc::new(Tenants::new(
+            tokens.as_ref().map_or(0, Tokens::len),
+            limits.max_connections_per_token,
+        ));
         ServerContext {
             driver,
             tokens,
             limits,
             metrics,
+            handshakes,
+            places: Arc::new(Semaphore::new(limits.max_connections)),
+            tenants,
             shutdown: CancellationToken::new(),
             tracker: TaskTracker::new(),
             in_grace: AtomicUsize::new(0),
             grace: tokio::sync::Mutex::new(()),
             next_connection: AtomicU64::new(1),
+            refusal_logged: Refusal::ALL.map(|_| AtomicU64::new(u64::MAX)),
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Counts a refusal for `why`, and says so in the log at most once per
+    /// [`REFUSAL_LOG_EVERY`] for each reason (each one at debug level): a
+    /// flood of connections does not flood the log.
+    pub fn refused(&self, why: Refusal, peer: std::net::SocketAddr) {
+        self.metrics.refused(why);
+        tracing::debug!(%peer, reason = why.as_str(), "connection refused");
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let every = REFUSAL_LOG_EVERY.as_millis() as u64;
+        let last = &self.refusal_logged[why.index()];
+        let due = last
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
+                (t == u64::MAX || now.saturating_sub(t) >= every).then_some(now)
+            })
+            .is_ok();
+        if due {
+            tracing::warn!(
+                %peer,
+                reason = why.as_str(),
+                "refusing connections (leasehold_refusals_total counts them; said at most every {}s)",
+                REFUSAL_LOG_EVERY.as_secs()
+            );
         }
     }
 
@@ -76,11 +130,6 @@ impl ServerContext {
             done = tokio::time::timeout(crate::connection::WRITE_STALL, write) => matches!(done, Ok(Ok(()))),
             _ = self.shutdown.cancelled() => false,
         }
-    }
-
-    /// The codec of frames from clients: a 4-byte big-endian length, at most `max_frame` bytes.
-    pub fn inbound_codec(&self) -> LengthDelimitedCodec {
-        codec(self.limits.max_frame)
     }
 }
 

@@ -13,7 +13,8 @@ use leasehold::remote::protocol::Role;
 /// The tokens a server accepts, each with its role.
 #[derive(Clone, Default)]
 pub struct Tokens {
-    roles: HashMap<String, Role>,
+    /// Each token's role, and its number: its line among the tokens, from 0.
+    roles: HashMap<String, (Role, usize)>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -54,7 +55,8 @@ impl Tokens {
                 "write" => Role::Write,
                 other => bail!("line {}: unknown role {other:?} (read or write)", n + 1),
             };
-            if roles.insert(token.to_owned(), role).is_some() {
+            let number = roles.len();
+            if roles.insert(token.to_owned(), (role, number)).is_some() {
                 bail!("line {}: a token appears twice", n + 1);
             }
         }
@@ -66,6 +68,12 @@ impl Tokens {
 
     /// The role `token` admits to, if it is one of ours.
     pub fn role(&self, token: &str) -> Option<Role> {
+        self.find(token).map(|(role, _)| role)
+    }
+
+    /// The role `token` admits to and the token's number (from 0 to
+    /// [`Tokens::len`], for counting its connections), if it is one of ours.
+    pub fn find(&self, token: &str) -> Option<(Role, usize)> {
         self.roles.get(token).copied()
     }
 
@@ -92,6 +100,8 @@ mod tests {
         assert_eq!(t.role("w1"), Some(Role::Write));
         assert_eq!(t.role("r1"), Some(Role::Read));
         assert_eq!(t.role("nope"), None);
+        assert_eq!(t.find("w1"), Some((Role::Write, 0)));
+        assert_eq!(t.find("r1"), Some((Role::Read, 1)));
         assert_eq!(t.len(), 2);
         assert!(!format!("{t:?}").contains("w1"));
     }

@@ -455,9 +455,12 @@ async fn the_config_file_and_the_environment_are_read() {
         ServerFrame::Welcome { max_frame, .. } => assert_eq!(max_frame, 4096),
         other => panic!("expected a welcome, got {other:?}"),
     }
-    // max-connections = 1 came from the file.
+    // max-connections = 1 came from the file: b is refused after its hello.
     let mut b = common::Client::connect(server.addr).await;
-    assert_eq!(b.goodbye().await.code, "Unavailable");
+    match b.hello(None).await {
+        ServerFrame::Goodbye(e) => assert_eq!(e.code, "Unavailable"),
+        other => panic!("expected a goodbye, got {other:?}"),
+    }
     assert!(state.join("epoch").exists());
 }
 
