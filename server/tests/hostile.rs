@@ -1,6 +1,8 @@
 //! ERR-02 over real sockets: malformed, oversized and untimely frames close
 //! only the connection that sent them, with `Protocol`; every limit is
-//! bounded, configurable, and answered `Unavailable`.
+//! bounded, configurable, and answered `Unavailable`. ERR-05: connections
+//! that have not said hello have places and a deadline of their own, and
+//! one token has a share of the connections (floods of them: `flood.rs`).
 
 mod common;
 
@@ -273,4 +275,205 @@ async fn scrape(addr: std::net::SocketAddr) -> String {
     let mut out = String::new();
     tcp.read_to_string(&mut out).await.unwrap();
     out
+}
+
+/// The value of the counter `leasehold_refusals_total{reason=REASON}`.
+fn refusals(text: &str, reason: &str) -> u64 {
+    let series = format!("leasehold_refusals_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+// ERR-05: when every --max-handshakes place is taken, a new connection takes
+// the place of the oldest that has not said hello, which gets
+// Goodbye(Unavailable); the others keep theirs and may still say hello.
+#[tokio::test]
+async fn err_05_a_new_connection_evicts_the_oldest_that_has_not_said_hello() {
+    let dir = data_dir();
+    let server = ServerProcess::start(
+        dir.path(),
+        &["--max-handshakes", "2", "--metrics-listen", "127.0.0.1:0"],
+    );
+    let mut served = Client::welcomed(server.addr, None).await;
+    let mut oldest = Client::connect(server.addr).await;
+    let mut second = Client::connect(server.addr).await;
+    // Accepted in order: `oldest` was the oldest when `newest` came.
+    assert_eq!(served.request(Request::Ping).await, Ok(Reply::Pong));
+    let mut newest = Client::connect(server.addr).await;
+    let bye = oldest.goodbye().await;
+    assert_eq!(bye.code, "Unavailable");
+    assert!(bye.message.contains("--max-handshakes"), "{}", bye.message);
+    for c in [&mut second, &mut newest] {
+        assert!(matches!(c.hello(None).await, ServerFrame::Welcome { .. }));
+    }
+    // A served connection holds no handshake place.
+    still_works(&mut served, "after-eviction").await;
+    let text = scrape(server.metrics.unwrap()).await;
+    assert_eq!(refusals(&text, "evicted"), 1, "{text}");
+    assert!(text.contains("\nleasehold_handshakes 0"), "{text}");
+    assert!(text.contains("\nleasehold_connections 3"), "{text}");
+}
+
+// ERR-05: --hello-timeout bounds the whole hello from the accept, not each
+// byte: a connection that sends nothing, and one that sends its hello one
+// byte at a time, too slowly, both get Goodbye(Protocol); with TLS a
+// connection that never finishes its handshake is closed within it too.
+#[tokio::test]
+async fn err_05_the_hello_timeout_bounds_the_whole_hello() {
+    let dir = data_dir();
+    let server = common::ServeCommand::new(dir.path(), &["--metrics-listen", "127.0.0.1:0"])
+        .env("LEASEHOLD_HELLO_TIMEOUT", "400ms")
+        .start()
+        .unwrap();
+    let mut silent = Client::connect(server.addr).await;
+    let mut slow = Client::connect(server.addr).await;
+    let hello = protocol::encode(&ClientFrame::Hello {
+        version: protocol::VERSION,
+        token: Some("t".repeat(40)),
+    })
+    .unwrap();
+    let mut framed = (hello.len() as u32).to_be_bytes().to_vec();
+    framed.extend_from_slice(&hello);
+    let started = std::time::Instant::now();
+    // One byte every 100 ms: each comes well within 400 ms of the last.
+    let mut sent = 0;
+    for byte in &framed {
+        let io = slow.frames.get_mut();
+        if tokio::io::AsyncWriteExt::write_all(io, &[*byte])
+            .await
+            .is_err()
+        {
+            break;
+        }
+        sent += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        if started.elapsed() > std::time::Duration::from_secs(2) {
+            break;
+        }
+    }
+    assert!(sent < framed.len(), "the whole hello went out");
+    for c in [&mut silent, &mut slow] {
+        let bye = c.goodbye().await;
+        assert_eq!(bye.code, "Protocol");
+        assert!(bye.message.contains("--hello-timeout"), "{}", bye.message);
+    }
+    let text = scrape(server.metrics.unwrap()).await;
+    assert_eq!(refusals(&text, "hello_timeout"), 2, "{text}");
+}
+
+// ERR-05: a hello with a bad token gets Goodbye(Unauthenticated) and is
+// closed at once, even though its client keeps its end open: it takes no
+// place, neither of --max-connections nor of --max-handshakes.
+#[tokio::test]
+async fn err_05_a_bad_token_is_closed_at_once_and_holds_no_place() {
+    let dir = data_dir();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "good write\n").unwrap();
+    let server = ServerProcess::start(
+        &dir.path().join("data"),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--max-connections",
+            "1",
+            "--max-handshakes",
+            "2",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let mut refused = Vec::new();
+    for token in [None, Some("guess"), Some("guess2"), Some("")] {
+        let mut c = Client::connect(server.addr).await;
+        match c.hello(token).await {
+            ServerFrame::Goodbye(e) => assert_eq!(e.code, "Unauthenticated"),
+            other => panic!("expected a goodbye, got {other:?}"),
+        }
+        refused.push(c);
+    }
+    // At once: the one place is free, and nothing was evicted for a
+    // refusal that lingers.
+    let mut good = Client::welcomed(server.addr, Some("good")).await;
+    still_works(&mut good, "after-bad-tokens").await;
+    for c in &mut refused {
+        // Closed by the server while the client still holds its end.
+        assert!(c.recv().await.is_none());
+    }
+    let text = scrape(server.metrics.unwrap()).await;
+    assert_eq!(refusals(&text, "bad_token"), 4, "{text}");
+    assert_eq!(refusals(&text, "evicted"), 0, "{text}");
+    drop(refused);
+}
+
+// ERR-05: with tokens, one token may have at most --max-connections-per-token
+// connections (default: half of --max-connections): the others get
+// Goodbye(Unavailable) after their hello, and another token still gets in.
+#[tokio::test]
+async fn err_05_one_token_cannot_take_every_connection() {
+    let dir = data_dir();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "tenant-a write\ntenant-b read\ntenant-c write\n").unwrap();
+    let server = ServerProcess::start(
+        &dir.path().join("data"),
+        &[
+            "--tokens",
+            tokens.to_str().unwrap(),
+            "--max-connections",
+            "8",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let mut a = Vec::new();
+    let mut over = 0;
+    for _ in 0..8 {
+        let mut c = Client::connect(server.addr).await;
+        match c.hello(Some("tenant-a")).await {
+            ServerFrame::Welcome { .. } => a.push(c),
+            ServerFrame::Goodbye(e) => {
+                assert_eq!(e.code, "Unavailable");
+                assert!(
+                    e.message.contains("--max-connections-per-token"),
+                    "{}",
+                    e.message
+                );
+                over += 1;
+            }
+            other => panic!("expected a welcome or a goodbye, got {other:?}"),
+        }
+    }
+    assert_eq!((a.len(), over), (4, 4));
+    let mut b = Vec::new();
+    for _ in 0..4 {
+        b.push(Client::welcomed(server.addr, Some("tenant-b")).await);
+    }
+    // The server is full now: the next is refused --max-connections.
+    let mut extra = Client::connect(server.addr).await;
+    match extra.hello(Some("tenant-c")).await {
+        ServerFrame::Goodbye(e) => {
+            assert!(e.message.contains("--max-connections)"), "{}", e.message)
+        }
+        other => panic!("expected a goodbye, got {other:?}"),
+    }
+    // A place given back is tenant A's again.
+    drop(a.pop());
+    let mut again = 0;
+    loop {
+        let mut c = Client::connect(server.addr).await;
+        match c.hello(Some("tenant-a")).await {
+            ServerFrame::Welcome { .. } => break,
+            ServerFrame::Goodbye(_) if again < 500 => {
+                again += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            other => panic!("expected a welcome, got {other:?}"),
+        }
+    }
+    let text = scrape(server.metrics.unwrap()).await;
+    assert_eq!(refusals(&text, "per_token"), 4 + again, "{text}");
+    assert_eq!(refusals(&text, "max_connections"), 1, "{text}");
 }
