@@ -47,8 +47,9 @@ python-lint: $(PY_TOOLS)
 	cd $(PY_DIR) && $(PY_VENV)/bin/ruff check $(PY_CHECKED)
 	cd $(PY_DIR) && MYPYPATH=tests $(PY_VENV)/bin/mypy --strict $(PY_CHECKED)
 
-# The tests start `leasehold serve` themselves, from the debug build.
-python-test: etcd python-install python-lint
+# The tests start `leasehold serve` themselves, from the debug build, and the
+# etcd fault tests etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
+python-test: etcd etcd-cluster python-install python-lint
 	$(CARGO) build -q -p leasehold-server
 	cd $(PY_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider
 

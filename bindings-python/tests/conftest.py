@@ -1,11 +1,14 @@
 """Fixtures: a real server store process (``leasehold serve``) for the tests,
-``store``, each test on the embedded store and on the server store, and a
-real etcd member (``etcd``, from ``$LEASEHOLD_ETCD``)."""
+``store``, each test on the embedded store and on the server store, a
+real etcd member (``etcd``, from ``$LEASEHOLD_ETCD``), and a 3-member etcd
+cluster driven by commands (``etcd_cluster``, from ``$LEASEHOLD_ETCD_CLUSTER``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -215,3 +218,84 @@ def etcd_34() -> Iterator[Etcd]:
         yield running
     finally:
         stop_etcd(running)
+
+
+@dataclass
+class EtcdCluster:
+    """A running ``etcd-cluster`` (etcd-tests/src/bin/etcd-cluster.rs): three
+    etcd members on loopback, told what to do by one command a line on its
+    stdin, each answered by one line."""
+
+    endpoints: str
+    """``127.0.0.1:P0,127.0.0.1:P1,127.0.0.1:P2``, member 0 first."""
+    election_timeout: float
+    """The members' ``--election-timeout``, in seconds."""
+    process: subprocess.Popen[str]
+
+    def url(self, prefix: str) -> str:
+        """The store URL of the cluster under ``prefix``."""
+        return f"etcd://{self.endpoints}/{prefix}"
+
+    def command(self, line: str) -> str:
+        """Sends one command (``leader``, ``lead N``, ``kill N``, ``restart N``,
+        ``freeze N``, ``thaw N``) and answers its answer (``leader N``, ``ok``);
+        an ``error: ...`` answer or the tool's exit raises."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline().strip()
+        if not answer or answer.startswith("error"):
+            raise RuntimeError(
+                f"etcd-cluster answered {answer or 'nothing (it exited)'!r} to {line!r}"
+            )
+        return answer
+
+
+def start_etcd_cluster() -> EtcdCluster:
+    """Starts ``$LEASEHOLD_ETCD_CLUSTER`` (``make etcd-cluster`` builds it; it
+    starts ``$LEASEHOLD_ETCD``) and reads its ready line."""
+    binary = os.environ.get("LEASEHOLD_ETCD_CLUSTER")
+    if not binary:
+        raise RuntimeError(
+            "LEASEHOLD_ETCD_CLUSTER is not set: it names the etcd-cluster tool the etcd fault"
+            " tests start (`make etcd-cluster` builds it; `make python-test` sets it)"
+        )
+    if not pathlib.Path(binary).is_file():
+        raise RuntimeError(
+            f"no etcd-cluster at LEASEHOLD_ETCD_CLUSTER={binary} (`make etcd-cluster` builds it)"
+        )
+    process = subprocess.Popen(
+        [binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    ready = re.fullmatch(r"ready etcd://(\S+) election-timeout=(\d+)ms", line)
+    if ready is None:
+        stop_etcd_cluster(process)
+        raise RuntimeError(f"etcd-cluster did not start: {line!r}")
+    return EtcdCluster(ready[1], int(ready[2]) / 1000, process)
+
+
+def stop_etcd_cluster(process: subprocess.Popen[str]) -> None:
+    """Closes the tool's stdin, on which it stops its members (thawing a
+    frozen one) and removes their data; kills it if it has not exited in
+    10 s (its members would then be left running)."""
+    assert process.stdin is not None and process.stdout is not None
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.close()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    process.stdout.close()
+
+
+@pytest.fixture
+def etcd_cluster() -> Iterator[EtcdCluster]:
+    """A 3-member etcd cluster of this test's own, stopped at its end."""
+    running = start_etcd_cluster()
+    try:
+        yield running
+    finally:
+        stop_etcd_cluster(running.process)
