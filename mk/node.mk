@@ -41,7 +41,8 @@ node-dev:
 node-lint: node-dev
 	cd $(NODE_DIR) && npx prettier --check . && npx tsc -p tsconfig.json
 
-node-test: etcd node-install node-lint
+# The etcd fault tests start etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
+node-test: etcd etcd-cluster node-install node-lint
 	$(CARGO) build -p leasehold-server
 	cd $(NODE_DIR) && RUST_BACKTRACE=0 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(NODE) --test test/*.test.mjs
 

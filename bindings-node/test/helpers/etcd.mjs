@@ -1,6 +1,7 @@
 // A real etcd member for the tests: $LEASEHOLD_ETCD (which `make etcd`
 // builds) on free loopback ports, with a data directory of its own, stopped
-// when done.
+// when done; and a 3-member cluster driven by commands, $LEASEHOLD_ETCD_CLUSTER
+// (etcd-tests' etcd-cluster, which `make etcd-cluster` builds).
 
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -9,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { createConnection, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createInterface } from 'node:readline'
 
 /** A loopback TCP port that nothing listens on now. */
 async function freePort() {
@@ -90,6 +92,77 @@ export async function startEtcd(env = 'LEASEHOLD_ETCD') {
     /** The store URL of this member under `prefix`. */
     url: (/** @type {string} */ prefix) => `etcd://127.0.0.1:${client}/${prefix}`,
     /** Kills the member and removes its data directory. */
+    stop,
+  }
+}
+
+/**
+ * Starts `$LEASEHOLD_ETCD_CLUSTER`: three etcd members on loopback, told what
+ * to do by one command a line on its stdin, each answered by one line
+ * (etcd-tests/src/bin/etcd-cluster.rs); reads its ready line. Throws when the
+ * variable is not set or names no file.
+ */
+export async function startEtcdCluster() {
+  const binary = process.env.LEASEHOLD_ETCD_CLUSTER
+  if (!binary) {
+    throw new Error(
+      'LEASEHOLD_ETCD_CLUSTER is not set: it names the etcd-cluster tool the etcd fault tests start (`make etcd-cluster` builds it; `make node-test` sets it)',
+    )
+  }
+  if (!existsSync(binary)) {
+    throw new Error(
+      `no etcd-cluster at LEASEHOLD_ETCD_CLUSTER=${binary} (\`make etcd-cluster\` builds it)`,
+    )
+  }
+  const child = spawn(binary, [], { stdio: ['pipe', 'pipe', 'pipe'] })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (text) => (stderr += text))
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]()
+  const readLine = async () => {
+    const { value, done } = await lines.next()
+    if (done) throw new Error(`etcd-cluster exited: ${stderr}`)
+    return /** @type {string} */ (value)
+  }
+  // The end of its stdin stops the tool, which stops its members (thawing a
+  // frozen one) and removes their data; killed after 10 s, it would leave
+  // them running.
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit')
+      child.stdin.end()
+      const kill = setTimeout(() => child.kill('SIGKILL'), 10_000)
+      await exited
+      clearTimeout(kill)
+    }
+  }
+  /** @type {RegExpExecArray | null} */
+  let ready
+  try {
+    const line = await readLine()
+    ready = /^ready etcd:\/\/(\S+) election-timeout=(\d+)ms$/.exec(line)
+    if (ready === null) throw new Error(`etcd-cluster did not start: ${line}`)
+  } catch (e) {
+    await stop()
+    throw e
+  }
+  const [, hosts, electionTimeout] = ready
+  return {
+    /** The members' `--election-timeout`, in milliseconds. */
+    electionTimeoutMs: Number(electionTimeout),
+    /** The store URL of the cluster under `prefix`, member 0 first. */
+    url: (/** @type {string} */ prefix) => `etcd://${hosts}/${prefix}`,
+    /**
+     * Sends one command (`leader`, `lead N`, `kill N`, `restart N`, `freeze N`,
+     * `thaw N`) and answers its answer (`leader N`, `ok`); an `error: …`
+     * answer or the tool's exit rejects.
+     */
+    command: async (/** @type {string} */ line) => {
+      child.stdin.write(`${line}\n`)
+      const answer = await readLine()
+      if (answer.startsWith('error')) throw new Error(`etcd-cluster answered ${answer} to ${line}`)
+      return answer
+    },
+    /** Stops the cluster. */
     stop,
   }
 }
