@@ -70,22 +70,20 @@ fn place_lost() -> Error {
 }
 
 /// Renews the waiting record's etcd lease every third of its ttl; returns
-/// once the lease is gone, or could not be renewed for a whole ttl.
+/// once etcd says the lease is gone. A renewal that fails for want of etcd
+/// is tried again however long that lasts: a waiter holds nothing, its
+/// promotion compares its record (gone with its lease), and its wait has a
+/// bound of its own, so only etcd's word ends its place.
 async fn keep_place(shared: &EtcdDriverCore, w: &InLine) -> Error {
     let clock = shared.clock.clone();
     let ttl = Duration::from_secs(u64::try_from(w.lease_secs).unwrap_or(1));
-    let mut confirmed = clock.now();
-    let mut next = confirmed + ttl / 3;
+    let mut next = clock.now() + ttl / 3;
     loop {
         clock.sleep_until(next).await;
         let sent = clock.now();
         match shared.calls.keep_alive(w.etcd_lease).await {
-            Ok(()) => {
-                confirmed = sent;
-                next = sent + ttl / 3;
-            }
+            Ok(()) => next = sent + ttl / 3,
             Err(e) if e.kind() == ErrorKind::Lost => return place_lost(),
-            Err(_) if clock.now() >= confirmed + ttl => return place_lost(),
             Err(_) => next = clock.now() + retry_after(ttl),
         }
     }
