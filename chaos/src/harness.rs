@@ -75,13 +75,19 @@ pub enum Fault {
     Freeze,
     /// A holder process is killed (SIGKILL) and started again.
     KillHolder,
-    /// The store is killed (SIGKILL) and started again on its data dir.
+    /// The store is killed (SIGKILL) and started again on its data dir; on
+    /// etcd, one member (the leader one time in two), started again later.
     KillServer,
+    /// On etcd, one member (the leader one time in two) stopped (SIGSTOP)
+    /// for three seconds, then resumed.
+    FreezeMember,
+    /// On etcd, the link to one member black-holed for a while, then cut.
+    BlackholeMember,
 }
 
 impl Fault {
     /// Every kind.
-    pub const ALL: [Fault; 8] = [
+    pub const ALL: [Fault; 10] = [
         Fault::Cut,
         Fault::Delay,
         Fault::Drop,
@@ -90,6 +96,8 @@ impl Fault {
         Fault::Freeze,
         Fault::KillHolder,
         Fault::KillServer,
+        Fault::FreezeMember,
+        Fault::BlackholeMember,
     ];
 }
 
@@ -130,7 +138,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 6)]
     pub keys: u32,
     /// The lock's ttl in milliseconds (default: 1000 on the server store,
-    /// 2000 on etcd, whose leases a leader election may outlast).
+    /// 3000 on etcd, whose holders must outlast an election and a stuck
+    /// try: six tries' bounds, docs/etcd.md).
     #[arg(long)]
     pub ttl_ms: Option<u64>,
     /// One hold in this many runs longer than the ttl.
@@ -186,9 +195,33 @@ struct Rig {
     frozen: HashMap<u32, Instant>,
     /// Lasting proxy faults and when they end.
     lasting: HashMap<Fault, Instant>,
-    /// The etcd member killed, and when to restart it.
-    member_down: Option<(usize, Instant)>,
+    /// The etcd member a fault is on, and when it ends: one at a time, so
+    /// that a quorum is always within reach but for the proxies' faults.
+    member_fault: Option<MemberFault>,
 }
+
+/// What is done to one etcd member.
+#[derive(Debug, Clone, Copy)]
+enum MemberState {
+    Killed,
+    Frozen,
+    Blackholed,
+}
+
+/// A fault on one etcd member, until when.
+#[derive(Debug, Clone, Copy)]
+struct MemberFault {
+    member: usize,
+    state: MemberState,
+    until: Instant,
+}
+
+/// How long a frozen etcd member stays stopped.
+const MEMBER_FROZEN_FOR: Duration = Duration::from_secs(3);
+
+/// The bound of one try of an etcd call at one member: the cluster's
+/// election timeout, a sixth of the etcd runs' ttl (docs/etcd.md).
+const ETCD_ATTEMPT_TIMEOUT: &str = "500ms";
 
 fn fault(kind: &str) -> Event {
     Event::new(Kind::Fault).reason(kind)
@@ -205,7 +238,11 @@ impl Rig {
                     .iter()
                     .map(|p| p.url().trim_start_matches("leasehold://").to_owned())
                     .collect();
-                format!("etcd://{}/chaos-{}", hosts.join(","), self.args.seed)
+                format!(
+                    "etcd://{}/chaos-{}?attempt-timeout={ETCD_ATTEMPT_TIMEOUT}",
+                    hosts.join(","),
+                    self.args.seed
+                )
             }
         }
     }
@@ -269,12 +306,25 @@ impl Rig {
     }
 
     fn heal_due(&mut self, now: Instant) {
-        if let (Some((i, at)), Backend::Etcd(cluster)) = (self.member_down, &mut self.backend) {
-            if at <= now {
-                cluster.restart(i);
-                self.member_down = None;
-                self.recorder
-                    .record(fault("restart_member").target(i as u32));
+        if let (Some(f), Backend::Etcd(cluster)) = (self.member_fault, &mut self.backend) {
+            if f.until <= now {
+                let i = f.member;
+                let ended = match f.state {
+                    MemberState::Killed => {
+                        cluster.restart(i);
+                        "restart_member"
+                    }
+                    MemberState::Frozen => {
+                        cluster.thaw(i);
+                        "thaw_member"
+                    }
+                    MemberState::Blackholed => {
+                        self.proxies[i].blackhole(false);
+                        "blackhole_member_end"
+                    }
+                };
+                self.member_fault = None;
+                self.recorder.record(fault(ended).target(i as u32));
             }
         }
         let due: Vec<u32> = self
@@ -379,29 +429,54 @@ impl Rig {
                         });
                         self.recorder.record(fault("restart_server"));
                     }
-                    Backend::Etcd(cluster) if self.member_down.is_none() => {
-                        let leader = if self.rng.gen_bool(0.5) {
-                            cluster.leader().await
-                        } else {
-                            None
-                        };
-                        let i =
-                            leader.unwrap_or_else(|| self.rng.gen_range(0..cluster.members.len()));
-                        let kind = if leader.is_some() {
-                            "kill_leader"
-                        } else {
-                            "kill_member"
-                        };
-                        self.recorder.record(fault(kind).target(i as u32));
-                        cluster.kill(i);
-                        self.member_down = Some((i, now + down * 4));
-                    }
-                    Backend::Etcd(_) => {}
+                    Backend::Etcd(_) => self.member(MemberState::Killed, now + down * 4).await,
                 }
             }
+            Fault::FreezeMember => {
+                self.member(MemberState::Frozen, now + MEMBER_FROZEN_FOR)
+                    .await
+            }
+            Fault::BlackholeMember => self.member(MemberState::Blackholed, now + lasting).await,
             _ => {}
         }
         Ok(())
+    }
+
+    /// Puts one etcd member, the leader one time in two, in `state` until
+    /// `until`, unless a member fault is on already (or the store is not etcd).
+    async fn member(&mut self, state: MemberState, until: Instant) {
+        let Backend::Etcd(cluster) = &mut self.backend else {
+            return;
+        };
+        if self.member_fault.is_some() {
+            return;
+        }
+        let leader = if self.rng.gen_bool(0.5) {
+            cluster.leader().await
+        } else {
+            None
+        };
+        let member = leader.unwrap_or_else(|| self.rng.gen_range(0..cluster.members.len()));
+        // A black-holed member is cut off from the holders only (its proxy
+        // is theirs): it still leads or follows, so its event does not say which.
+        let kind = match (state, leader.is_some()) {
+            (MemberState::Killed, true) => "kill_leader",
+            (MemberState::Killed, false) => "kill_member",
+            (MemberState::Frozen, true) => "freeze_leader",
+            (MemberState::Frozen, false) => "freeze_member",
+            (MemberState::Blackholed, _) => "blackhole_member",
+        };
+        self.recorder.record(fault(kind).target(member as u32));
+        match state {
+            MemberState::Killed => cluster.kill(member),
+            MemberState::Frozen => tokio::task::block_in_place(|| cluster.freeze(member)),
+            MemberState::Blackholed => self.proxies[member].blackhole(true),
+        }
+        self.member_fault = Some(MemberFault {
+            member,
+            state,
+            until,
+        });
     }
 
     /// Starts again every holder that exited on its own, recording its
@@ -475,7 +550,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
     let (backend, proxies) = Backend::start(args.store, &out.join("data")).await?;
     let ttl_ms = args.ttl_ms.unwrap_or(match args.store {
         StoreKind::Server => 1000,
-        StoreKind::Etcd => 2000,
+        StoreKind::Etcd => 3000,
     });
     let mut rig = Rig {
         recorder: Recorder::create(&histories.join("harness.jsonl"), "harness")?,
@@ -484,7 +559,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         backend,
         proxies,
         ttl_ms,
-        member_down: None,
+        member_fault: None,
         holders: Vec::new(),
         rng: StdRng::seed_from_u64(args.seed),
         frozen: HashMap::new(),
@@ -521,5 +596,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
     let histories = rig.histories.clone();
     drop(rig);
     let events = history::read_dir(&histories)?;
-    Ok(check::check(&events, &check::Options::default()))
+    let options = check::Options {
+        quorum: args.store == StoreKind::Etcd,
+        ..check::Options::default()
+    };
+    Ok(check::check(&events, &options))
 }

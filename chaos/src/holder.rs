@@ -136,6 +136,10 @@ pub async fn run(args: HolderArgs) -> anyhow::Result<()> {
         match attempt {
             Ok(None) => recorder.record(outcome.reason("not_held")),
             Err(e) => {
+                if e.kind() != leasehold::ErrorKind::WaitTimeout {
+                    // The history keeps the code; the message is for whoever looks into it.
+                    eprintln!("{}: hold of {key} failed: {e}", args.name);
+                }
                 recorder.record(outcome.reason(e.kind().code()));
                 tokio::time::sleep(Duration::from_millis(rng.gen_range(1..20))).await;
             }

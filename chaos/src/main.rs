@@ -26,6 +26,10 @@ enum Command {
     Check {
         /// The directory.
         dir: PathBuf,
+        /// The store the run was on (on etcd, a call that failed while a
+        /// quorum was within reach is a violation too).
+        #[arg(long, value_enum, default_value_t = harness::StoreKind::Server)]
+        store: harness::StoreKind,
     },
 }
 
@@ -62,8 +66,12 @@ async fn main() -> anyhow::Result<ExitCode> {
             holder::run(args).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { dir } => {
-            let report = check::check(&history::read_dir(&dir)?, &check::Options::default());
+        Command::Check { dir, store } => {
+            let options = check::Options {
+                quorum: store == harness::StoreKind::Etcd,
+                ..check::Options::default()
+            };
+            let report = check::check(&history::read_dir(&dir)?, &options);
             print!("{report}");
             Ok(verdict(&report))
         }

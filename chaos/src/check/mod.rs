@@ -25,7 +25,13 @@
 //!   arrivals: an etcd hold is a lease grant and a transaction.)
 //! - [`Rule::StaleWriteLanded`]: a fenced write landed with a fence no
 //!   larger than one that landed before it on the same key.
+//! - [`Rule::FailedWithQuorum`] (DIST-02; on etcd only, with
+//!   [`Options::quorum`]): a hold failed `Unavailable`, `Timeout` or `Lost`
+//!   although the store as a whole was within reach for the whole call
+//!   (only single members dead, frozen or cut off) and its holder was not
+//!   frozen.
 
+mod availability;
 mod lines;
 mod model;
 mod safety;
@@ -58,11 +64,13 @@ pub enum Rule {
     NotFifo,
     /// A write with a stale fence landed.
     StaleWriteLanded,
+    /// A call failed although a quorum was within reach.
+    FailedWithQuorum,
 }
 
 impl Rule {
     /// Every rule, in the order reports list them.
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 10] = [
         Rule::TwoHolders,
         Rule::FenceDidNotGrow,
         Rule::RequestTwoLeases,
@@ -72,6 +80,7 @@ impl Rule {
         Rule::Starved,
         Rule::NotFifo,
         Rule::StaleWriteLanded,
+        Rule::FailedWithQuorum,
     ];
 }
 
@@ -87,6 +96,7 @@ impl fmt::Display for Rule {
             Rule::Starved => "waiter not granted a free key within the bound (LOCK-11)",
             Rule::NotFifo => "line not first come, first served (LOCK-01)",
             Rule::StaleWriteLanded => "a write with a stale fence landed",
+            Rule::FailedWithQuorum => "a call failed although a quorum was reachable (DIST-02)",
         })
     }
 }
@@ -109,6 +119,9 @@ pub struct Options {
     pub starvation_ns: u64,
     /// How long after a fault the run counts as disturbed still.
     pub settle_ns: u64,
+    /// Whether the store keeps a quorum (etcd), so that a single member's
+    /// fault must fail no call ([`Rule::FailedWithQuorum`]).
+    pub quorum: bool,
 }
 
 impl Default for Options {
@@ -116,6 +129,7 @@ impl Default for Options {
         Options {
             starvation_ns: 2_000_000_000,
             settle_ns: 3_000_000_000,
+            quorum: false,
         }
     }
 }
@@ -155,6 +169,9 @@ pub fn check(events: &[Event], options: &Options) -> Report {
     safety::writes(&run, &mut report);
     lines::fifo(&run, options, &mut report);
     lines::starvation(&run, options, &mut report);
+    if options.quorum {
+        availability::failed_with_quorum(&run, &mut report);
+    }
     report.violations.sort_by_key(|v| (v.rule, v.at));
     report
 }

@@ -90,6 +90,24 @@ pub struct WriteRec {
     pub seq: Option<u64>,
 }
 
+/// One call of a holder that ended in an outcome: from the holder's
+/// previous outcome (it makes one call at a time) to this one.
+#[derive(Debug, Clone)]
+pub struct CallRec {
+    /// Its holder's process id.
+    pub pid: u32,
+    /// Its holder's process name.
+    pub process: String,
+    /// The key.
+    pub key: String,
+    /// When the call may have started: the holder's previous outcome, or its first event.
+    pub from: u64,
+    /// When it returned.
+    pub to: u64,
+    /// How: `ok`, `not_held`, or an error code as the holder's language writes it.
+    pub outcome: String,
+}
+
 /// A time a fault disturbed the run, from its start to its end.
 #[derive(Debug, Clone, Copy)]
 pub struct Disturbance {
@@ -121,6 +139,12 @@ pub struct Run {
     pub store_kills: Vec<u64>,
     /// Every fault's time span.
     pub disturbances: Vec<Disturbance>,
+    /// The spans when the holders could not reach the store as a whole:
+    /// every link black-holed, refusing or delayed, the server store killed.
+    /// The death, freeze or cut-off of one etcd member is not among them.
+    pub store_unreachable: Vec<Disturbance>,
+    /// Every call that ended in an outcome.
+    pub calls: Vec<CallRec>,
     /// Faults injected, by kind.
     pub faults: BTreeMap<String, u64>,
     /// Requests sent, renewals confirmed, releases sent.
@@ -155,6 +179,20 @@ impl Counts {
     }
 }
 
+/// The faults that last until another fault event ends them.
+const STARTS: [&str; 10] = [
+    "freeze",
+    "delay",
+    "blackhole",
+    "kill_server",
+    "kill_member",
+    "kill_leader",
+    "kill_holder",
+    "freeze_member",
+    "freeze_leader",
+    "blackhole_member",
+];
+
 /// The kind of a fault that lasts until another fault event ends it, and
 /// the name of that ending event.
 fn ending(kind: &str) -> Option<&'static str> {
@@ -164,10 +202,18 @@ fn ending(kind: &str) -> Option<&'static str> {
         "blackhole" => "blackhole_end",
         "kill_server" => "restart_server",
         "kill_member" | "kill_leader" => "restart_member",
+        "freeze_member" | "freeze_leader" => "thaw_member",
+        "blackhole_member" => "blackhole_member_end",
         "kill_holder" => "restart_holder",
         "refuse" => "refuse_end",
         _ => return None,
     })
+}
+
+/// Whether a fault of this kind leaves the holders without the store as a
+/// whole (every proxy at once, or the one server).
+fn unreachable_store(kind: &str) -> bool {
+    matches!(kind, "delay" | "blackhole" | "refuse" | "kill_server")
 }
 
 /// Whether a fault event ends another rather than being one.
@@ -181,6 +227,8 @@ fn is_ending(kind: &str) -> bool {
             | "restart_server"
             | "restart_member"
             | "restart_holder"
+            | "thaw_member"
+            | "blackhole_member_end"
     )
 }
 
@@ -193,11 +241,14 @@ impl Run {
             end: events.last().map_or(0, |e| e.ns),
             ..Run::default()
         };
+        let mut call_from: HashMap<u32, u64> = HashMap::new();
         for e in &events {
             run.last_seen.insert(e.pid, e.ns);
+            call_from.entry(e.pid).or_insert(e.ns);
         }
         let mut by_fence: HashMap<(u32, &str, u64), String> = HashMap::new();
         let mut open_faults: HashMap<(String, u32), u64> = HashMap::new();
+
         for e in &events {
             let key = e.key.as_deref().unwrap_or("");
             match e.kind {
@@ -260,6 +311,17 @@ impl Run {
                     if e.kind == Kind::Start {
                         run.counts.functions += 1;
                     }
+                    if e.kind == Kind::Outcome {
+                        let from = call_from.insert(e.pid, e.ns).unwrap_or(e.ns);
+                        run.calls.push(CallRec {
+                            pid: e.pid,
+                            process: e.process.clone(),
+                            key: key.to_owned(),
+                            from,
+                            to: e.ns,
+                            outcome: e.reason.clone().unwrap_or_default(),
+                        });
+                    }
                     let Some(fence) = e.fence else { continue };
                     let Some(id) = by_fence.get(&(e.pid, key, fence)) else {
                         continue;
@@ -293,6 +355,10 @@ impl Run {
         }
         for ((kind, target), from) in open_faults {
             run.disturbances.push(Disturbance { from, to: run.end });
+            if unreachable_store(&kind) {
+                run.store_unreachable
+                    .push(Disturbance { from, to: run.end });
+            }
             if kind == "freeze" {
                 let to = run.killed.get(&target).copied().unwrap_or(run.end);
                 run.frozen.entry(target).or_default().push((from, to));
@@ -380,20 +446,15 @@ impl Run {
             open.insert((kind, target), e.ns);
             return;
         }
-        let started = [
-            "freeze",
-            "delay",
-            "blackhole",
-            "kill_server",
-            "kill_member",
-            "kill_leader",
-            "kill_holder",
-        ]
-        .into_iter()
-        .filter(|k| ending(k) == Some(kind.as_str()))
-        .find_map(|k| open.remove(&(k.to_owned(), target)));
-        if let Some(from) = started {
+        let started = STARTS
+            .into_iter()
+            .filter(|k| ending(k) == Some(kind.as_str()))
+            .find_map(|k| open.remove(&(k.to_owned(), target)).map(|from| (k, from)));
+        if let Some((started, from)) = started {
             self.disturbances.push(Disturbance { from, to: e.ns });
+            if unreachable_store(started) {
+                self.store_unreachable.push(Disturbance { from, to: e.ns });
+            }
             if kind == "thaw" {
                 self.frozen.entry(target).or_default().push((from, e.ns));
             }
@@ -410,6 +471,14 @@ impl Run {
         self.frozen
             .get(&pid)
             .is_some_and(|spans| spans.iter().any(|&(a, b)| a <= to && b >= from))
+    }
+
+    /// Whether the store as a whole was out of the holders' reach at some
+    /// instant in `[from, to]`.
+    pub fn store_unreachable_within(&self, from: u64, to: u64) -> bool {
+        self.store_unreachable
+            .iter()
+            .any(|d| d.from <= to && d.to >= from)
     }
 
     /// Whether no fault disturbed the run in `[from, to]`.

@@ -341,3 +341,63 @@ fn postgres_writes_are_judged_in_the_rows_order_and_against_the_table() {
     pg_write(&mut lost, 2000, 10, "final", 2);
     only(&lost.check(), Rule::StaleWriteLanded);
 }
+
+/// A hold that failed `code` at `ms`, its request sent at `asked`.
+fn failed(h: &mut H, pid: u32, id: u128, asked: u64, ms: u64, code: &str) {
+    h.request(asked, pid, id);
+    let mut e = at(ms, pid, Kind::Outcome).key("k");
+    e.reason = Some(code.to_owned());
+    h.0.push(e);
+}
+
+fn on_etcd(h: &H) -> Report {
+    check(
+        &h.0,
+        &Options {
+            quorum: true,
+            ..Options::default()
+        },
+    )
+}
+
+// DIST-02: on etcd, a hold that fails for want of the store while only one
+// member is down (killed, frozen, cut off) is a violation, in every
+// language's spelling of the code; on the server store it is not judged.
+#[test]
+fn a_call_failed_while_one_member_was_down_fails_on_etcd() {
+    for (fault, end, code) in [
+        ("kill_leader", "restart_member", "Unavailable"),
+        ("freeze_member", "thaw_member", "TIMEOUT"),
+        (
+            "blackhole_member",
+            "blackhole_member_end",
+            "leasehold: Lost: expired",
+        ),
+    ] {
+        let mut h = H::default();
+        h.hold(1, 1, 10, 0, 1, 100).fault(150, fault, 0);
+        failed(&mut h, 1, 2, 200, 1200, code);
+        h.fault(3000, end, 0);
+        only(&on_etcd(&h), Rule::FailedWithQuorum);
+        assert!(
+            h.check().violations.is_empty(),
+            "{fault}: not judged off etcd"
+        );
+    }
+}
+
+// DIST-02: a call that failed while every link to the store was cut, or
+// while its own holder was frozen, or that ended otherwise, is excused.
+#[test]
+fn a_call_failed_without_a_quorum_in_reach_is_not_judged() {
+    let mut h = H::default();
+    h.hold(1, 1, 10, 0, 1, 100).fault(150, "blackhole", 0);
+    failed(&mut h, 1, 2, 200, 1200, "Unavailable");
+    h.fault(1300, "blackhole_end", 0).fault(1400, "freeze", 2);
+    failed(&mut h, 2, 3, 1500, 2500, "Lost");
+    h.fault(2600, "thaw", 2).fault(2700, "kill_member", 1);
+    failed(&mut h, 3, 4, 2800, 3000, "WaitTimeout");
+    h.fault(4000, "restart_member", 1);
+    let report = on_etcd(&h);
+    assert!(report.violations.is_empty(), "{report}");
+}
