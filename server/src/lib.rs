@@ -139,8 +139,7 @@ impl Server {
         driver.restore_slots(recovered, Box::new(journal));
         let driver = Arc::new(driver);
         let epoch = driver.epoch();
-        let listener = TcpListener::bind(config.listen)
-            .await
+        let listener = listener::bind(config.listen)
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let local_addr = listener.local_addr()?;
         let metrics_listener = match config.metrics_listen {

@@ -6,13 +6,33 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
 use crate::handshakes::Handshake;
 use crate::hello;
 use crate::metrics::Refusal;
 use crate::shared::ServerContextRef;
+
+/// How many connections the kernel may hold for the accept loop (capped by
+/// `net.core.somaxconn`, 4096 on Linux since 5.4). The standard library's
+/// 128 overflows under a flood that reopens hundreds of connections at
+/// once, and then the kernel drops SYNs: a client's is sent again only
+/// after a second.
+const BACKLOG: u32 = 4096;
+
+/// Listens on `addr`, with a backlog of [`BACKLOG`].
+pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    // As the standard library's listeners do: a restarted server binds at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
+}
 
 /// Accepts connections until the server shuts down.
 pub(crate) async fn accept_loop(
