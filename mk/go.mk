@@ -58,7 +58,8 @@ go-lint:
 	cd $(GO_DIR) && $(GO) run ./cmd/gencodes -check
 
 go-test: SHELL := /bin/bash
-go-test: etcd go-toolchain ffi-header-check go-lib ffi-smoke go-lint
+# The etcd fault tests start etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
+go-test: etcd etcd-cluster go-toolchain ffi-header-check go-lib ffi-smoke go-lint
 	cd $(GO_DIR) && GODEBUG=cgocheck=1 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO) test -race -count=1 -tags leasehold_testing ./...
 
 ffi-smoke: SHELL := /bin/bash

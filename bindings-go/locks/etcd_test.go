@@ -1,13 +1,16 @@
 package locks
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,6 +78,115 @@ func startEtcdFrom(t testing.TB, env string) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// etcdCluster is a running etcd-cluster (etcd-tests/src/bin/etcd-cluster.rs):
+// three etcd members on loopback, told what to do by one command a line on
+// its stdin, each answered by one line.
+type etcdCluster struct {
+	t testing.TB
+	// hosts is "127.0.0.1:P0,127.0.0.1:P1,127.0.0.1:P2", member 0 first.
+	hosts string
+	// electionTimeout is the members' --election-timeout.
+	electionTimeout time.Duration
+	stdin           io.WriteCloser
+	lines           <-chan string
+}
+
+// startEtcdCluster runs $LEASEHOLD_ETCD_CLUSTER (make etcd-cluster builds
+// it; it starts $LEASEHOLD_ETCD) and reads its ready line; the cluster is
+// stopped when the test ends.
+func startEtcdCluster(t testing.TB) *etcdCluster {
+	t.Helper()
+	bin := os.Getenv("LEASEHOLD_ETCD_CLUSTER")
+	if bin == "" {
+		t.Fatal("LEASEHOLD_ETCD_CLUSTER is not set: it names the etcd-cluster tool the etcd fault tests start (make etcd-cluster builds it; make go-test sets it)")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no etcd-cluster at LEASEHOLD_ETCD_CLUSTER=%s (make etcd-cluster builds it): %v", bin, err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("etcd-cluster does not start: %v", err)
+	}
+	// The end of its stdin stops the tool, which stops its members (thawing
+	// a frozen one) and removes their data; killed after 10 s, it would
+	// leave them running.
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		exited := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	lines := make(chan string, 16)
+	go func() {
+		defer close(lines)
+		scan := bufio.NewScanner(stdout)
+		for scan.Scan() {
+			lines <- scan.Text()
+		}
+	}()
+	c := &etcdCluster{t: t, stdin: stdin, lines: lines}
+	ready := regexp.MustCompile(`^ready etcd://(\S+) election-timeout=(\d+)ms$`).FindStringSubmatch(c.answer("ready line"))
+	if ready == nil {
+		t.Fatal("etcd-cluster did not say it is ready")
+	}
+	ms, _ := strconv.Atoi(ready[2])
+	c.hosts, c.electionTimeout = ready[1], time.Duration(ms)*time.Millisecond
+	return c
+}
+
+// answer is the tool's next line (what: the line awaited), failing the
+// test if it exits or says nothing for 30 s.
+func (c *etcdCluster) answer(what string) string {
+	c.t.Helper()
+	select {
+	case line, ok := <-c.lines:
+		if !ok {
+			c.t.Fatalf("etcd-cluster exited, no %s", what)
+		}
+		return line
+	case <-time.After(30 * time.Second):
+		c.t.Fatalf("etcd-cluster: no %s within 30 s", what)
+	}
+	return ""
+}
+
+// command sends one command ("leader", "lead N", "kill N", "restart N",
+// "freeze N", "thaw N") and answers its answer ("leader N", "ok"); an
+// "error: ..." answer fails the test. Only from the test's goroutine.
+func (c *etcdCluster) command(line string) string {
+	c.t.Helper()
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		c.t.Fatalf("etcd-cluster: %s: %v", line, err)
+	}
+	answer := c.answer(fmt.Sprintf("answer to %q", line))
+	if strings.HasPrefix(answer, "error") {
+		c.t.Fatalf("etcd-cluster answered %q to %q", answer, line)
+	}
+	return answer
+}
+
+// url is the store URL of the cluster under prefix.
+func (c *etcdCluster) url(prefix string) string {
+	return "etcd://" + c.hosts + "/" + prefix
 }
 
 // etcdURL is the store URL of a fresh etcd member, under a prefix of this test's own.
