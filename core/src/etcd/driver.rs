@@ -168,12 +168,20 @@ impl EtcdDriver {
                     true => Some(crate::remote::tls_connector(&options)?),
                     false => None,
                 };
-                let read = tokio::time::timeout(
-                    timeout,
-                    version::over_http(&target.endpoints[0], tls.as_ref()),
-                );
-                read.await
-                    .unwrap_or_else(|_| Err(super::errors::timed_out("reading etcd's version")))?
+                // Each member in turn, each within a try's bound: the first
+                // may be the one that is down.
+                let mut read = Err(super::errors::timed_out("reading etcd's version"));
+                for endpoint in &target.endpoints {
+                    let tried =
+                        tokio::time::timeout(attempt, version::over_http(endpoint, tls.as_ref()));
+                    read = tried.await.unwrap_or_else(|_| {
+                        Err(super::errors::timed_out("reading etcd's version"))
+                    });
+                    if read.is_ok() {
+                        break;
+                    }
+                }
+                read?
             }
             Err(e) => return Err(e),
         };
