@@ -29,7 +29,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use leasehold::remote::protocol::{self, ClientFrame, Role, ServerFrame, WireError, VERSION};
 use leasehold::{ErrorKind, LossReason, MemoryDriver, MemoryOptions};
-use leasehold_server::{Connections, Limits, Tokens};
+use leasehold_server::{Connections, Limits, Tokens, MAX_HELLO};
 use libfuzzer_sys::fuzz_target;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::Decoder;
@@ -159,9 +159,14 @@ fn frames(bytes: &[u8], max: usize) -> (Vec<BytesMut>, bool) {
     }
 }
 
-/// The role the first frame admits the connection to, if it is a hello the server accepts.
+/// The role the first frame admits the connection to, if it is a hello the
+/// server accepts (of at most `MAX_HELLO` bytes, whatever `--max-frame`).
 fn admitted(setup: &Setup, first: Option<&BytesMut>) -> Option<Role> {
-    let Ok(ClientFrame::Hello { version, token }) = protocol::decode(first?) else {
+    let first = first?;
+    if first.len() > MAX_HELLO {
+        return None;
+    }
+    let Ok(ClientFrame::Hello { version, token }) = protocol::decode(first) else {
         return None;
     };
     if version != VERSION {
