@@ -45,8 +45,9 @@ $(JVM_GENERATED): $(JVM_TEST_LIB)
 
 # The tests load the library from target/debug (jna.library.path); the
 # server-store tests start target/debug/leasehold, the etcd ones
-# $(LEASEHOLD_ETCD). RUST_BACKTRACE unset: the panic test's panic prints one line.
-jvm-test: etcd jvm-lib
+# $(LEASEHOLD_ETCD), the etcd fault tests $(LEASEHOLD_ETCD_CLUSTER) (both
+# exported by mk/etcd.mk). RUST_BACKTRACE unset: the panic test's panic prints one line.
+jvm-test: etcd etcd-cluster jvm-lib
 	$(CARGO) build -p leasehold-server
 	cd $(JVM_DIR) && env -u RUST_BACKTRACE $(MVN) $(MVN_FLAGS) test \
 		-Dleasehold.generated=$(JVM_OUT)/testing/generated \

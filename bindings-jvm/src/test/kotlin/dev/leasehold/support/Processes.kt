@@ -1,5 +1,7 @@
 package dev.leasehold.support
 
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.withContext
 import java.io.File
 import java.net.InetSocketAddress
 import java.net.ServerSocket
@@ -7,6 +9,8 @@ import java.net.Socket
 import java.nio.file.Files
 import java.nio.file.Path
 import java.util.concurrent.TimeUnit
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
 
 /** The workspace's root folder (set by the Maven build). */
 val repo: Path = Path.of(System.getProperty("leasehold.repo") ?: "..").toAbsolutePath().normalize()
@@ -181,6 +185,83 @@ class EtcdMember private constructor(
                 Thread.sleep(20)
             }
             return EtcdMember(process, dir, client)
+        }
+    }
+}
+
+/**
+ * A 3-member etcd cluster for the fault tests: `etcd-cluster`
+ * (etcd-tests/src/bin/etcd-cluster.rs), the binary `$LEASEHOLD_ETCD_CLUSTER`
+ * names (`make etcd-cluster` builds it; `make jvm-test` exports it), which
+ * starts its members on loopback and is told what to do by one command a
+ * line on its stdin, each answered by one line ([command]).
+ */
+class EtcdCluster private constructor(
+    private val process: Process,
+    private val dir: Path,
+    /** `127.0.0.1:P0,127.0.0.1:P1,127.0.0.1:P2`, member 0 first. */
+    private val hosts: String,
+    /** The members' `--election-timeout`. */
+    val electionTimeout: Duration,
+) : AutoCloseable {
+    private val commands = process.outputWriter()
+    private val answers = process.inputReader()
+
+    /** The store URL of the cluster under [prefix]. */
+    fun url(prefix: String) = "etcd://$hosts/$prefix"
+
+    /**
+     * Sends one command (`leader`, `lead N`, `kill N`, `restart N`,
+     * `freeze N`, `thaw N`) and answers its answer (`leader N`, `ok`), off the
+     * caller's thread; an `error: …` answer or the tool's exit fails.
+     */
+    suspend fun command(line: String): String =
+        withContext(Dispatchers.IO) {
+            commands.write(line)
+            commands.newLine()
+            commands.flush()
+            val answer = answers.readLine() ?: error("etcd-cluster exited, answering nothing to $line: ${stderr()}")
+            check(!answer.startsWith("error")) { "etcd-cluster answered $answer to $line" }
+            answer
+        }
+
+    private fun stderr() = dir.resolve("stderr").toFile().readText()
+
+    /**
+     * Closes the tool's stdin, on which it stops its members (thawing a
+     * frozen one) and removes their data; kills it if it has not exited in
+     * 10 s (its members would then be left running).
+     */
+    override fun close() {
+        runCatching { commands.close() }
+        if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly().waitFor()
+        dir.toFile().deleteRecursively()
+    }
+
+    /** Starting one. */
+    companion object {
+        /** Starts the tool and reads its ready line. */
+        fun start(): EtcdCluster {
+            val binary =
+                System.getenv("LEASEHOLD_ETCD_CLUSTER")
+                    ?: error(
+                        "LEASEHOLD_ETCD_CLUSTER is not set: it names the etcd-cluster tool the etcd fault tests start " +
+                            "(`make etcd-cluster` builds it; `make jvm-test` exports it)",
+                    )
+            check(File(binary).canExecute()) { "no etcd-cluster at LEASEHOLD_ETCD_CLUSTER=$binary (`make etcd-cluster` builds it)" }
+            val dir = Files.createTempDirectory("leasehold-jvm-etcd-cluster-")
+            val process = ProcessBuilder(binary).redirectError(dir.resolve("stderr").toFile()).start()
+            val line = process.inputReader().readLine()
+            val ready = line?.let { Regex("^ready etcd://(\\S+) election-timeout=(\\d+)ms$").find(it) }
+            if (ready == null) {
+                process.outputStream.close()
+                if (!process.waitFor(10, TimeUnit.SECONDS)) process.destroyForcibly().waitFor()
+                val stderr = dir.resolve("stderr").toFile().readText()
+                dir.toFile().deleteRecursively()
+                error("etcd-cluster did not start ($line): $stderr")
+            }
+            val (hosts, electionTimeout) = ready.destructured
+            return EtcdCluster(process, dir, hosts, electionTimeout.toLong().milliseconds)
         }
     }
 }
