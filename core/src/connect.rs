@@ -10,9 +10,10 @@ pub fn is_etcd_url(url: &str) -> bool {
 }
 
 /// The bound of one try of an etcd call at one member, when neither the
-/// options nor the URL give one: etcd's default election timeout, after
-/// which a member that lost its leader most likely has a new one.
-pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(1);
+/// options nor the URL give one: half etcd's default election timeout, so
+/// that a try stuck while a new leader is elected is left soon after the
+/// election.
+pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The shortest and the longest bound of one try of an etcd call.
 pub(crate) const ATTEMPT_TIMEOUT_RANGE: (Duration, Duration) =
@@ -62,10 +63,10 @@ pub struct ConnectOptions {
     /// of every call the driver makes, all its tries together.
     pub connect_timeout: Duration,
     /// On etcd, how long one try of a call at one member may take before
-    /// the call goes on to another member (default 1 s, etcd's default
-    /// election timeout; the URL's `attempt-timeout` wins over it). Keep it
-    /// under a fifth of the shortest ttl, so that a renewal is tried at
-    /// several members before its holder's deadline (docs/etcd.md).
+    /// the call goes on to another member (default 500 ms, half etcd's
+    /// default election timeout; the URL's `attempt-timeout` wins over it).
+    /// Keep it near half the cluster's election timeout and under a sixth
+    /// of the shortest ttl (docs/etcd.md).
     pub attempt_timeout: Duration,
     /// The largest frame this client sends or accepts (server store).
     pub max_frame: usize,

@@ -135,13 +135,32 @@ impl Calls {
     }
 
     /// Renews an etcd lease once; `Lost` if it is gone.
-    pub(crate) async fn keep_alive(&self, id: i64) -> Result<()> {
+    ///
+    /// A member that fell behind may answer that a lease it never heard of
+    /// is gone: a leader thawed after a freeze still takes itself for the
+    /// leader, for a moment, without the leases granted meanwhile. So "gone"
+    /// is believed only once a linearizable read at the same member finds
+    /// `record` (the key attached to the lease, which etcd deletes with it)
+    /// gone too; a record still there sends the renewal on to another member.
+    pub(crate) async fn keep_alive(&self, id: i64, record: &[u8]) -> Result<()> {
         // The stream's first answer, which keep_alive reads, renewed the
         // lease; the stream is then dropped (docs/etcd.md: one stream per renewal).
-        let renew = |client: Client| async move { client.lease_client().keep_alive(id).await };
-        self.bounded("renewing an etcd lease", renew)
-            .await
-            .map(drop)
+        let renew = |client: Client| async move {
+            match client.lease_client().keep_alive(id).await {
+                Err(e) if errors::lease_gone(&e) => {
+                    let read = client.kv_client().get(record, None).await?;
+                    if read.kvs().iter().any(|kv| kv.lease() == id) {
+                        return Err(etcd_client::Error::GRpcStatus(tonic::Status::unavailable(
+                            "a member answered that a lease is gone while its record is not: \
+                             the member is behind",
+                        )));
+                    }
+                    Err(e)
+                }
+                answer => answer.map(drop),
+            }
+        };
+        self.bounded("renewing an etcd lease", renew).await
     }
 
     /// One transaction.

@@ -435,7 +435,7 @@ impl Driver for EtcdDriver {
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {
         let s = &self.shared;
         let now = s.clock.now();
-        let (etcd_lease, current, revoke_at, fence, rid) = {
+        let (etcd_lease, current, revoke_at, fence, rid, key) = {
             let st = s.lock();
             if st.closed {
                 return Err(closed());
@@ -449,6 +449,7 @@ impl Driver for EtcdDriver {
                 h.revoke_at,
                 h.fence,
                 h.request_id,
+                h.key.clone(),
             )
         };
         if revoke_at.is_some_and(|at| at <= now) {
@@ -459,7 +460,7 @@ impl Driver for EtcdDriver {
         }
         let wanted = ttl.map_or(current, lease_secs);
         let renewed = if wanted == current {
-            s.calls.keep_alive(etcd_lease).await
+            s.calls.keep_alive(etcd_lease, &key).await
         } else {
             self.move_lease(lease, wanted, ttl.unwrap_or_default())
                 .await

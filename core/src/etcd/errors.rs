@@ -17,13 +17,22 @@ pub(crate) fn of(doing: &str, e: etcd_client::Error) -> Error {
             ErrorKind::Unavailable,
             format!("{doing}: etcd could not be reached: {t}"),
         ),
-        etcd_client::Error::LeaseKeepAliveError(m) if m.contains("not found") => {
-            Error::lost(LossReason::Expired)
-        }
+        e if lease_gone(&e) => Error::lost(LossReason::Expired),
         etcd_client::Error::InvalidArgs(m) => {
             Error::new(ErrorKind::InvalidArgument, format!("{doing}: {m}"))
         }
         other => Error::new(ErrorKind::Unavailable, format!("{doing}: {other}")),
+    }
+}
+
+/// Whether etcd answered that a lease is gone (expired or revoked).
+pub(crate) fn lease_gone(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::LeaseKeepAliveError(m) => m.contains("not found"),
+        etcd_client::Error::GRpcStatus(s) => {
+            s.code() == Code::NotFound && s.message().contains("lease not found")
+        }
+        _ => false,
     }
 }
 

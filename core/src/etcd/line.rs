@@ -81,7 +81,7 @@ async fn keep_place(shared: &EtcdDriverCore, w: &InLine) -> Error {
     loop {
         clock.sleep_until(next).await;
         let sent = clock.now();
-        match shared.calls.keep_alive(w.etcd_lease).await {
+        match shared.calls.keep_alive(w.etcd_lease, &w.key).await {
             Ok(()) => next = sent + ttl / 3,
             Err(e) if e.kind() == ErrorKind::Lost => return place_lost(),
             Err(_) => next = clock.now() + retry_after(ttl),

@@ -9,10 +9,10 @@
 //!
 //! The stream goes to the member the driver's calls go to. A member that
 //! dies breaks it at once; one that freezes or is cut off says nothing, so
-//! a stream that has been silent for half a try's bound is asked for its
-//! progress, and one that does not answer within another half is given up
-//! and made again at the next member: a silent member is left within a
-//! try's bound, as a call would leave it.
+//! a stream that has been silent for a try's bound is asked for its
+//! progress, and one that does not answer within another is given up and
+//! made again at the next member: a silent member is left within two
+//! tries' bounds, and a busy one is not left for one slow answer.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -159,10 +159,10 @@ impl Liveness {
         }
     }
 
-    /// When to look at the stream next: half a try's bound after it was
-    /// last heard, or after it was asked.
+    /// When to look at the stream next: a try's bound after it was last
+    /// heard, or after it was asked.
     fn next_look(&self, bound: Duration) -> Instant {
-        self.asked.unwrap_or(self.heard) + bound / 2
+        self.asked.unwrap_or(self.heard) + bound
     }
 }
 
