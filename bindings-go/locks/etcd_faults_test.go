@@ -74,7 +74,7 @@ func runFault(t *testing.T, name string, lead int, fault, mend string) {
 	cluster.command(fmt.Sprintf("lead %d", lead))
 	url := fmt.Sprintf("%s?attempt-timeout=%dms",
 		cluster.url("dist02-go-"+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
-		cluster.electionTimeout.Milliseconds())
+		cluster.electionTimeout.Milliseconds()/2)
 	stores := []*Store{connect(t, url), connect(t, url), connect(t, url)}
 	ctx, cancel := context.WithTimeout(context.Background(), faultsBound)
 	var wg sync.WaitGroup

@@ -78,7 +78,7 @@ async function run(name, lead, fault, mend) {
   const cluster = await startEtcdCluster()
   try {
     assert.equal(await cluster.command(`lead ${lead}`), 'ok')
-    const url = `${cluster.url(`dist02-node-${name}-${randomUUID()}`)}?attempt-timeout=${cluster.electionTimeoutMs}ms`
+    const url = `${cluster.url(`dist02-node-${name}-${randomUUID()}`)}?attempt-timeout=${cluster.electionTimeoutMs / 2}ms`
     const stores = [await connect(url), await connect(url), await connect(url)]
     /** @type {Hold[]} */
     const holds = []

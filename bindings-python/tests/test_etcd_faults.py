@@ -69,7 +69,7 @@ async def run(cluster: EtcdCluster, name: str, lead: int, fault: str, mend: str)
     ``fault`` at 2.5 s and ``mend`` 3 s later, and checks every hold."""
     assert cluster.command(f"lead {lead}") == "ok"
     url = cluster.url(f"dist02-py-{name}-{uuid.uuid4()}")
-    url += f"?attempt-timeout={round(cluster.election_timeout * 1000)}ms"
+    url += f"?attempt-timeout={round(cluster.election_timeout * 1000 / 2)}ms"
     stores = [await leasehold.connect(url) for _ in range(3)]
     holds: list[Hold] = []
     try:

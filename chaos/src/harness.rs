@@ -139,7 +139,7 @@ pub struct RunArgs {
     pub keys: u32,
     /// The lock's ttl in milliseconds (default: 1000 on the server store,
     /// 3000 on etcd, whose holders must outlast an election and a stuck
-    /// try: six tries' bounds, docs/etcd.md).
+    /// try, docs/etcd.md).
     #[arg(long)]
     pub ttl_ms: Option<u64>,
     /// One hold in this many runs longer than the ttl.
@@ -219,9 +219,9 @@ struct MemberFault {
 /// How long a frozen etcd member stays stopped.
 const MEMBER_FROZEN_FOR: Duration = Duration::from_secs(3);
 
-/// The bound of one try of an etcd call at one member: the cluster's
-/// election timeout, a sixth of the etcd runs' ttl (docs/etcd.md).
-const ETCD_ATTEMPT_TIMEOUT: &str = "500ms";
+/// The bound of one try of an etcd call at one member: half the cluster's
+/// election timeout (docs/etcd.md).
+const ETCD_ATTEMPT_TIMEOUT: &str = "250ms";
 
 fn fault(kind: &str) -> Event {
     Event::new(Kind::Fault).reason(kind)

@@ -102,7 +102,7 @@ async fn run(fault: Fault) {
     let url = format!(
         "etcd://{}/{prefix}?attempt-timeout={}ms",
         hosts.join(","),
-        ELECTION_TIMEOUT.as_millis()
+        ELECTION_TIMEOUT.as_millis() / 2
     );
     let mut stores = Vec::new();
     for _ in 0..3 {

@@ -83,7 +83,7 @@ class EtcdFaultsTest {
         EtcdCluster.start().use { cluster ->
             assertEquals("ok", cluster.command("lead $lead"))
             val url = cluster.url("dist02-jvm-$name-${UUID.randomUUID()}") +
-                "?attempt-timeout=${cluster.electionTimeout.inWholeMilliseconds}ms"
+                "?attempt-timeout=${cluster.electionTimeout.inWholeMilliseconds / 2}ms"
             val stores = List(3) { Leasehold.connect(url) }
             val holds = Collections.synchronizedList(mutableListOf<Hold>())
             var faultAt = 0L
