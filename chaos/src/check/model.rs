@@ -180,10 +180,11 @@ impl Counts {
 }
 
 /// The faults that last until another fault event ends them.
-const STARTS: [&str; 10] = [
+const STARTS: [&str; 11] = [
     "freeze",
     "delay",
     "blackhole",
+    "refuse",
     "kill_server",
     "kill_member",
     "kill_leader",

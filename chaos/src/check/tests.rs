@@ -397,7 +397,13 @@ fn a_call_failed_without_a_quorum_in_reach_is_not_judged() {
     failed(&mut h, 2, 3, 1500, 2500, "Lost");
     h.fault(2600, "thaw", 2).fault(2700, "kill_member", 1);
     failed(&mut h, 3, 4, 2800, 3000, "WaitTimeout");
-    h.fault(4000, "restart_member", 1);
+    // A refusal's span is closed by its end, as a black hole's is: the
+    // later one does not hide it.
+    h.fault(4000, "restart_member", 1)
+        .fault(4100, "refuse", 0)
+        .fault(4200, "refuse_end", 0);
+    failed(&mut h, 4, 5, 4120, 4180, "Timeout");
+    h.fault(5000, "refuse", 0).fault(5100, "refuse_end", 0);
     let report = on_etcd(&h);
     assert!(report.violations.is_empty(), "{report}");
 }
