@@ -16,10 +16,12 @@ pub fn is_etcd_url(url: &str) -> bool {
 pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The shortest and the longest bound of one try of an etcd call.
+#[cfg(feature = "etcd")]
 pub(crate) const ATTEMPT_TIMEOUT_RANGE: (Duration, Duration) =
     (Duration::from_millis(50), Duration::from_secs(60));
 
 /// Checks a try's bound against [`ATTEMPT_TIMEOUT_RANGE`]; `InvalidArgument` outside it.
+#[cfg(feature = "etcd")]
 pub(crate) fn check_attempt_timeout(timeout: Duration) -> crate::Result<Duration> {
     let (low, high) = ATTEMPT_TIMEOUT_RANGE;
     if timeout < low || timeout > high {

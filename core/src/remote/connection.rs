@@ -2,6 +2,7 @@
 //! and the hello that opens it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -80,15 +81,49 @@ fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {
 
 /// Opens a connection and says hello. Fails `Unavailable` when the server
 /// cannot be reached, `Unauthenticated` or `Protocol` when it refuses.
+///
+/// A server that accepted the connection and then broke it, or said
+/// goodbye `Unavailable`, before its welcome (a handshake place taken by a
+/// newer connection while a flood of silent ones fills them, a server full
+/// for a moment: docs/server.md) is tried again, within the connect timeout,
+/// after a pause of 10 ms doubling up to 200 ms. A refused connection is not.
 pub async fn open(
     target: &Target,
     tls: Option<&TlsConnector>,
     options: &ConnectOptions,
 ) -> Result<(Frames, Welcome)> {
-    let attempt = async {
+    let deadline = tokio::time::Instant::now() + options.connect_timeout;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let mut reached = false;
+        let tried = tokio::time::timeout_at(deadline, attempt(target, tls, options, &mut reached));
+        match tried.await {
+            Err(_) => return Err(unavailable("connect", "timed out")),
+            Ok(Err(e))
+                if reached
+                    && e.kind() == ErrorKind::Unavailable
+                    && tokio::time::Instant::now() + pause < deadline =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            Ok(answer) => return answer,
+        }
+    }
+}
+
+/// One try of [`open`]; `reached` says whether the server accepted the connection.
+async fn attempt(
+    target: &Target,
+    tls: Option<&TlsConnector>,
+    options: &ConnectOptions,
+    reached: &mut bool,
+) -> Result<(Frames, Welcome)> {
+    {
         let tcp = TcpStream::connect((target.host.as_str(), target.port))
             .await
             .map_err(|e| unavailable(&format!("connect to {}:{}", target.host, target.port), e))?;
+        *reached = true;
         tcp.set_nodelay(true)
             .map_err(|e| unavailable("set TCP_NODELAY", e))?;
         let io: Box<dyn Io> = match tls {
@@ -142,8 +177,5 @@ pub async fn open(
                 format!("expected a welcome, got {other:?}"),
             )),
         }
-    };
-    tokio::time::timeout(options.connect_timeout, attempt)
-        .await
-        .map_err(|_| unavailable("connect", "timed out"))?
+    }
 }
