@@ -1,6 +1,6 @@
 package locks
 
-// DIST-02 through Go with traffic in flight: six holders in three stores
+// DIST-09 through Go with traffic in flight: six holders in three stores
 // take turns on two keys (10 ms holds, waiters always in line) while one
 // member of a 3-member etcd cluster (etcd-tests' etcd-cluster,
 // startEtcdCluster) is killed or frozen, and then comes back. A member's
@@ -73,7 +73,7 @@ func runFault(t *testing.T, name string, lead int, fault, mend string) {
 	cluster := startEtcdCluster(t)
 	cluster.command(fmt.Sprintf("lead %d", lead))
 	url := fmt.Sprintf("%s?attempt-timeout=%dms",
-		cluster.url("dist02-go-"+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
+		cluster.url("dist09-go-"+name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
 		cluster.electionTimeout.Milliseconds()/2)
 	stores := []*Store{connect(t, url), connect(t, url), connect(t, url)}
 	ctx, cancel := context.WithTimeout(context.Background(), faultsBound)
@@ -161,14 +161,14 @@ func checkFault(t *testing.T, name string, electionTimeout time.Duration, at tim
 	}
 }
 
-// DIST-02: kill -9 of the leader (member 1) while the clients' calls go to
+// DIST-09: kill -9 of the leader (member 1) while the clients' calls go to
 // a follower (member 0) that forwards them to it; restarted 3 s later.
-func TestDist02KillingTheLeaderUnderLoadFailsNoHold(t *testing.T) {
+func TestDist09KillingTheLeaderUnderLoadFailsNoHold(t *testing.T) {
 	runFault(t, "kill-leader", 1, "kill 1", "restart 1")
 }
 
-// DIST-02: the clients' own member frozen (SIGSTOP) while it leads, thawed
+// DIST-09: the clients' own member frozen (SIGSTOP) while it leads, thawed
 // 3 s later: their calls and their watch stream move to another member.
-func TestDist02FreezingTheClientsLeaderUnderLoadFailsNoHold(t *testing.T) {
+func TestDist09FreezingTheClientsLeaderUnderLoadFailsNoHold(t *testing.T) {
 	runFault(t, "freeze-leader", 0, "freeze 0", "thaw 0")
 }

@@ -1,4 +1,4 @@
-// DIST-02 through Node with traffic in flight: six holders in three stores
+// DIST-09 through Node with traffic in flight: six holders in three stores
 // take turns on two keys (10 ms holds, waiters always in line) while one
 // member of a 3-member etcd cluster (etcd-tests' etcd-cluster,
 // helpers/etcd.mjs) is killed or frozen, and then comes back. A member's
@@ -78,7 +78,7 @@ async function run(name, lead, fault, mend) {
   const cluster = await startEtcdCluster()
   try {
     assert.equal(await cluster.command(`lead ${lead}`), 'ok')
-    const url = `${cluster.url(`dist02-node-${name}-${randomUUID()}`)}?attempt-timeout=${cluster.electionTimeoutMs / 2}ms`
+    const url = `${cluster.url(`dist09-node-${name}-${randomUUID()}`)}?attempt-timeout=${cluster.electionTimeoutMs / 2}ms`
     const stores = [await connect(url), await connect(url), await connect(url)]
     /** @type {Hold[]} */
     const holds = []
@@ -156,16 +156,16 @@ function check(name, electionTimeout, faultAt, holds) {
   assert.deepEqual(slow, [], `${name}: hold calls longer than an election timeout and a second`)
 }
 
-// DIST-02: kill -9 of the leader (member 1) while the clients' calls go to a
+// DIST-09: kill -9 of the leader (member 1) while the clients' calls go to a
 // follower (member 0) that forwards them to it; restarted 3 s later.
-test('DIST-02 killing the leader under load fails no hold', { timeout: 60_000 }, async () => {
+test('DIST-09 killing the leader under load fails no hold', { timeout: 60_000 }, async () => {
   await run('kill-leader', 1, 'kill 1', 'restart 1')
 })
 
-// DIST-02: the clients' own member frozen (SIGSTOP) while it leads, thawed
+// DIST-09: the clients' own member frozen (SIGSTOP) while it leads, thawed
 // 3 s later: their calls and their watch stream move to another member.
 test(
-  "DIST-02 freezing the clients' leader under load fails no hold",
+  "DIST-09 freezing the clients' leader under load fails no hold",
   { timeout: 60_000 },
   async () => {
     await run('freeze-leader', 0, 'freeze 0', 'thaw 0')

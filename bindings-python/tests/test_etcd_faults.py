@@ -1,4 +1,4 @@
-"""DIST-02 through Python with traffic in flight: six holders in three stores
+"""DIST-09 through Python with traffic in flight: six holders in three stores
 take turns on two keys (10 ms holds, waiters always in line) while one
 member of a 3-member etcd cluster (``etcd_cluster``: etcd-tests'
 ``etcd-cluster``) is killed or frozen, and then comes back. A member's fault
@@ -68,7 +68,7 @@ async def run(cluster: EtcdCluster, name: str, lead: int, fault: str, mend: str)
     """Moves the leadership to member ``lead``, starts the holders, sends
     ``fault`` at 2.5 s and ``mend`` 3 s later, and checks every hold."""
     assert cluster.command(f"lead {lead}") == "ok"
-    url = cluster.url(f"dist02-py-{name}-{uuid.uuid4()}")
+    url = cluster.url(f"dist09-py-{name}-{uuid.uuid4()}")
     url += f"?attempt-timeout={round(cluster.election_timeout * 1000 / 2)}ms"
     stores = [await leasehold.connect(url) for _ in range(3)]
     holds: list[Hold] = []
@@ -128,17 +128,17 @@ def check(name: str, election_timeout: float, fault_at: float, holds: list[Hold]
     )
 
 
-# DIST-02: kill -9 of the leader (member 1) while the clients' calls go to a
+# DIST-09: kill -9 of the leader (member 1) while the clients' calls go to a
 # follower (member 0) that forwards them to it; restarted 3 s later.
-async def test_DIST_02_killing_the_leader_under_load_fails_no_hold(
+async def test_DIST_09_killing_the_leader_under_load_fails_no_hold(
     etcd_cluster: EtcdCluster,
 ) -> None:
     await run(etcd_cluster, "kill-leader", lead=1, fault="kill 1", mend="restart 1")
 
 
-# DIST-02: the clients' own member frozen (SIGSTOP) while it leads, thawed
+# DIST-09: the clients' own member frozen (SIGSTOP) while it leads, thawed
 # 3 s later: their calls and their watch stream move to another member.
-async def test_DIST_02_freezing_the_clients_leader_under_load_fails_no_hold(
+async def test_DIST_09_freezing_the_clients_leader_under_load_fails_no_hold(
     etcd_cluster: EtcdCluster,
 ) -> None:
     await run(etcd_cluster, "freeze-leader", lead=0, fault="freeze 0", mend="thaw 0")

@@ -1,4 +1,4 @@
-//! DIST-02 and DIST-04 with traffic in flight: six holders in three stores
+//! DIST-09 (and DIST-02, DIST-04) with traffic in flight: six holders in three stores
 //! take turns on two keys (short holds, waiters always in line) while one
 //! member of a 3-member cluster is killed, frozen or cut off, and then
 //! comes back. A member's fault must cost the holders an election and a
@@ -203,30 +203,30 @@ fn check(fault: Fault, fault_at: Instant, holds: &[Hold]) {
     );
 }
 
-// DIST-02: kill -9 of the leader while the clients' calls go through a
+// DIST-09: kill -9 of the leader while the clients' calls go through a
 // follower that forwards them to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dist_02_killing_the_leader_under_load_fails_no_hold() {
+async fn dist_09_killing_the_leader_under_load_fails_no_hold() {
     run(Fault::KillLeader).await;
 }
 
-// DIST-02: kill -9 of the follower the clients' calls go to.
+// DIST-09: kill -9 of the follower the clients' calls go to.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dist_02_killing_the_clients_follower_under_load_fails_no_hold() {
+async fn dist_09_killing_the_clients_follower_under_load_fails_no_hold() {
     run(Fault::KillFollower).await;
 }
 
-// DIST-02, DIST-04: the leader the clients talk to frozen for three
+// DIST-09, DIST-04: the leader the clients talk to frozen for three
 // seconds: their calls and their watch stream move to another member.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dist_02_freezing_the_leader_under_load_fails_no_hold() {
+async fn dist_09_freezing_the_leader_under_load_fails_no_hold() {
     run(Fault::FreezeLeader).await;
 }
 
-// DIST-02, DIST-04: the clients' member black-holed (its connections stay
+// DIST-09, DIST-04: the clients' member black-holed (its connections stay
 // open, nothing arrives): detected by the try's bound and the watch
 // stream's progress probe, not by a broken connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dist_02_a_blackholed_member_under_load_fails_no_hold() {
+async fn dist_09_a_blackholed_member_under_load_fails_no_hold() {
     run(Fault::Blackhole).await;
 }

@@ -1,4 +1,4 @@
-//! [`Rule::FailedWithQuorum`] (DIST-02): on a store that keeps a quorum
+//! [`Rule::FailedWithQuorum`] (DIST-09): on a store that keeps a quorum
 //! (etcd), a hold failed for want of the store (`Unavailable`, `Timeout`,
 //! or its lease `Lost`) although the store as a whole was within reach for
 //! the whole call and its holder was never frozen meanwhile: the death,

@@ -25,7 +25,7 @@
 //!   arrivals: an etcd hold is a lease grant and a transaction.)
 //! - [`Rule::StaleWriteLanded`]: a fenced write landed with a fence no
 //!   larger than one that landed before it on the same key.
-//! - [`Rule::FailedWithQuorum`] (DIST-02; on etcd only, with
+//! - [`Rule::FailedWithQuorum`] (DIST-09; on etcd only, with
 //!   [`Options::quorum`]): a hold failed `Unavailable`, `Timeout` or `Lost`
 //!   although the store as a whole was within reach for the whole call
 //!   (only single members dead, frozen or cut off) and its holder was not
@@ -96,7 +96,7 @@ impl fmt::Display for Rule {
             Rule::Starved => "waiter not granted a free key within the bound (LOCK-11)",
             Rule::NotFifo => "line not first come, first served (LOCK-01)",
             Rule::StaleWriteLanded => "a write with a stale fence landed",
-            Rule::FailedWithQuorum => "a call failed although a quorum was reachable (DIST-02)",
+            Rule::FailedWithQuorum => "a call failed although a quorum was reachable (DIST-09)",
         })
     }
 }

@@ -360,7 +360,7 @@ fn on_etcd(h: &H) -> Report {
     )
 }
 
-// DIST-02: on etcd, a hold that fails for want of the store while only one
+// DIST-09: on etcd, a hold that fails for want of the store while only one
 // member is down (killed, frozen, cut off) is a violation, in every
 // language's spelling of the code; on the server store it is not judged.
 #[test]
@@ -386,7 +386,7 @@ fn a_call_failed_while_one_member_was_down_fails_on_etcd() {
     }
 }
 
-// DIST-02: a call that failed while every link to the store was cut, or
+// DIST-09: a call that failed while every link to the store was cut, or
 // while its own holder was frozen, or that ended otherwise, is excused.
 #[test]
 fn a_call_failed_without_a_quorum_in_reach_is_not_judged() {

@@ -17,7 +17,7 @@ import kotlin.time.Duration.Companion.nanoseconds
 import kotlin.time.Duration.Companion.seconds
 
 /**
- * DIST-02 through Kotlin with traffic in flight: six holders in three stores
+ * DIST-09 through Kotlin with traffic in flight: six holders in three stores
  * take turns on two keys (10 ms holds, waiters always in line) while one
  * member of a 3-member etcd cluster ([EtcdCluster]) is killed or frozen, and
  * then comes back. A member's fault must cost the holders an election and a
@@ -82,7 +82,7 @@ class EtcdFaultsTest {
     ) = runBlocking<Unit> {
         EtcdCluster.start().use { cluster ->
             assertEquals("ok", cluster.command("lead $lead"))
-            val url = cluster.url("dist02-jvm-$name-${UUID.randomUUID()}") +
+            val url = cluster.url("dist09-jvm-$name-${UUID.randomUUID()}") +
                 "?attempt-timeout=${cluster.electionTimeout.inWholeMilliseconds / 2}ms"
             val stores = List(3) { Leasehold.connect(url) }
             val holds = Collections.synchronizedList(mutableListOf<Hold>())
@@ -147,16 +147,16 @@ class EtcdFaultsTest {
         assertTrue(slow.isEmpty(), "$name: hold calls longer than an election timeout and a second:\n${slow.joinToString("\n")}")
     }
 
-    // DIST-02: kill -9 of the leader (member 1) while the clients' calls go to
+    // DIST-09: kill -9 of the leader (member 1) while the clients' calls go to
     // a follower (member 0) that forwards them to it; restarted 3 s later.
     @Test
-    fun `DIST-02 killing the leader under load fails no hold`() =
+    fun `DIST-09 killing the leader under load fails no hold`() =
         underFault("kill-leader", lead = 1, fault = "kill 1", mend = "restart 1")
 
-    // DIST-02: the clients' own member frozen (SIGSTOP) while it leads, thawed
+    // DIST-09: the clients' own member frozen (SIGSTOP) while it leads, thawed
     // 3 s later: their calls and their watch stream move to another member.
     @Test
-    fun `DIST-02 freezing the clients' leader under load fails no hold`() =
+    fun `DIST-09 freezing the clients' leader under load fails no hold`() =
         underFault("freeze-leader", lead = 0, fault = "freeze 0", mend = "thaw 0")
 
     /** How long the holders take turns, and when the fault comes and ends. */
