@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{data_dir, ServerProcess};
+use common::{data_dir, refusals, scrape, ServerProcess};
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -241,23 +241,6 @@ fn rss_kib(pid: u32) -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-/// The value of `leasehold_refusals_total{reason=REASON}` at `metrics`.
-async fn refusals(metrics: SocketAddr, reason: &str) -> u64 {
-    let mut tcp = TcpStream::connect(metrics).await.unwrap();
-    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut text = String::new();
-    tcp.read_to_string(&mut text).await.unwrap();
-    let series = format!("leasehold_refusals_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 /// How the server is set up for one flood.
 enum Setup {
     Plain,
@@ -363,7 +346,7 @@ async fn measure(setup: Setup, kind: Flooder, refused_as: &str) {
         "without the flood: {:?}",
         quiet.failed
     );
-    let refused = refusals(server.metrics.unwrap(), refused_as).await;
+    let refused = refusals(&scrape(server.metrics.unwrap()).await, refused_as);
 
     let setup_name = match setup {
         Setup::Plain => "tcp",

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{code, data_dir, hold, Client, ServerProcess};
+use common::{code, data_dir, hold, refusals, scrape, Client, ServerProcess};
 use leasehold::remote::protocol::{self, ClientFrame, Reply, Request, ServerFrame};
 
 /// A connection that keeps working while another misbehaves.
@@ -264,28 +264,6 @@ async fn err_02_a_list_answer_fits_one_frame() {
         } => assert!(!h.is_empty() && h.len() < 10, "{} holders", h.len()),
         other => panic!("expected Holders, got {other:?}"),
     }
-}
-
-async fn scrape(addr: std::net::SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut out = String::new();
-    tcp.read_to_string(&mut out).await.unwrap();
-    out
-}
-
-/// The value of the counter `leasehold_refusals_total{reason=REASON}`.
-fn refusals(text: &str, reason: &str) -> u64 {
-    let series = format!("leasehold_refusals_total{{reason=\"{reason}\"}} ");
-    text.lines()
-        .find_map(|l| l.strip_prefix(&series))
-        .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 // ERR-05: when every --max-handshakes place is taken, a new connection takes

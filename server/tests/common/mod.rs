@@ -220,3 +220,26 @@ pub fn code(answer: &Result<Reply, WireError>) -> &str {
 pub fn data_dir() -> tempfile::TempDir {
     tempfile::tempdir().expect("a temp dir")
 }
+
+/// The server's `/metrics` page at `addr`, headers and all.
+pub async fn scrape(addr: SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    tcp.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+/// The value of the counter `leasehold_refusals_total{reason=REASON}`.
+pub fn refusals(text: &str, reason: &str) -> u64 {
+    let series = format!("leasehold_refusals_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .unwrap_or_else(|| panic!("{series} missing from\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
