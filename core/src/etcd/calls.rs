@@ -1,8 +1,8 @@
 //! The etcd calls the driver makes, each bounded in time and failing with
 //! an ERR-01 code. A call is made of tries: each try has a bound of its own
-//! (the attempt timeout, well under a holder's margin), and a try that
-//! fails or is stuck goes on at once to another member (`members.rs`),
-//! until the call's own bound. Every call the driver makes may be tried
+//! (the attempt timeout, short enough to be tried again well before a
+//! holder's deadline), and a try that fails or is stuck goes on at once to
+//! another member (`members.rs`), until the call's own bound. Every call the driver makes may be tried
 //! again: its transactions compare what they change, and a grant's answer
 //! is found again by its request id (LOCK-03, docs/etcd.md).
 
