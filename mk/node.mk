@@ -47,7 +47,7 @@ node-test: etcd etcd-cluster node-install node-lint
 	cd $(NODE_DIR) && RUST_BACKTRACE=0 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(NODE) --test test/*.test.mjs
 
 # The addon, rebuilt when the Rust sources change (the demo needs no npm packages).
-$(NODE_ADDON): $(NODE_DIR)/Cargo.toml $(wildcard $(NODE_DIR)/src/*.rs) $(shell find core/src -name '*.rs')
+$(NODE_ADDON): $(NODE_DIR)/Cargo.toml $(wildcard $(NODE_DIR)/src/*.rs) $(shell find core/src bridge/src -name '*.rs')
 	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js >&2
 
 demo-holder-node: $(NODE_ADDON)

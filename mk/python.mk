@@ -15,7 +15,7 @@ PY_VENV := $(CARGO_TARGET_DIR)/python/venv
 PY := $(PY_VENV)/bin/python
 PY_TOOLS := $(PY_VENV)/.tools-installed
 PY_INSTALLED := $(PY_VENV)/.leasehold-installed
-PY_SOURCES := $(shell find $(PY_DIR)/src $(PY_DIR)/python core/src -type f -not -name '*.pyc') \
+PY_SOURCES := $(shell find $(PY_DIR)/src $(PY_DIR)/python core/src bridge/src -type f -not -name '*.pyc') \
 	$(PY_DIR)/Cargo.toml $(PY_DIR)/pyproject.toml $(PY_DIR)/README.md
 PY_CHECKED := python examples bench demo tests
 
