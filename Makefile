@@ -1,56 +1,95 @@
-# Leasehold: the commands the README gives.
-#   make demo   the main job: holders contending for keys, fences printed
-#   make test   formatting, lints and every test
-#   make bench  the benchmarks (numbers go in docs/benchmarks.md)
+# Leasehold: the commands the README gives, and the loops CONTRIBUTING.md describes.
+#   make demo    the main job: holders contending for keys, fences printed
+#   make test    every test in every language, then a table of its steps' times
+#   make check   the fast loop: formatting, lints, the core's and the C ABI's
+#                tests, Python and Node on debug builds (no etcd, no PostgreSQL)
+#   make setup   installs every tool and package the others use, once;
+#                demo, test and the benchmarks call it first
+#   make bench   the benchmarks (numbers go in docs/benchmarks.md)
 
 CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
-COVERAGE := ../shared/tools/contract-coverage
 
-.PHONY: all demo demo-embedded test lint fmt-check clippy rust-test coverage bench bench-embedded bench-compare bench-ids toolchain
+.PHONY: all setup setup-apt demo demo-embedded test check check-rust lint fmt-check clippy \
+	rust-test coverage bench bench-embedded bench-compare bench-ids toolchain
 
 all: test
 
-# Each language binding keeps its targets in mk/<lang>.mk and adds to these:
-#   BINDING_TESTS += <lang>-test              run by `make test`
+# Each part keeps its targets in mk/<part>.mk and adds to these:
+#   TEST_STEPS += <target>                    a step of `make test`, in order
+#   CHECK_STEPS += <target>                   a step of `make check`
 #   RUST_TEST_EXCLUDE += --exclude <crate>    crates `cargo test` cannot link (extension modules)
 #   DEMO_HOLDERS += <lang>                    holders `make demo` starts (see demo/run.sh)
-BINDING_TESTS :=
+#   APT_PACKAGES += <package>                 Debian packages `make setup` installs when missing
+#   SETUP += <target>                         other installs of `make setup` (a virtual
+#                                             environment, npm packages, a tool built once)
+# No target but `setup` installs anything.
+TEST_STEPS := lint rust-test
+CHECK_STEPS := lint check-rust
 RUST_TEST_EXCLUDE :=
 DEMO_HOLDERS :=
+# Redis, for the benchmarks' comparison rows.
+APT_PACKAGES := redis-server
+SETUP := toolchain
 -include mk/*.mk
+TEST_STEPS += coverage
 
-toolchain: protoc
+# One apt run for every missing package; Debian starts the services it
+# installs (etcd, PostgreSQL, Redis), and the tests start their own.
+setup-apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing $$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing && \
+		for s in etcd postgresql redis-server; do systemctl disable --now $$s >/dev/null 2>&1 || true; done; \
+	fi
+
+setup: setup-apt
+	@$(MAKE) --no-print-directory $(SETUP)
+
+toolchain:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
 # The main job: a server store on loopback and holders in every language
 # contending for its keys (demo/run.sh); demo-embedded: Rust holders on the
 # embedded store.
-demo: toolchain
+demo: setup
 	DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
 
-demo-embedded: toolchain
+demo-embedded:
 	$(CARGO) run --release -q -p leasehold-bench --bin demo
 
-test: lint rust-test $(BINDING_TESTS) coverage
+# Every step in order, timed; the table is printed at the end, or at the
+# first step that fails (tools/steps).
+test: setup
+	@MAKE="$(MAKE)" tools/steps $(TEST_STEPS)
+
+check:
+	@MAKE="$(MAKE)" tools/steps $(CHECK_STEPS)
 
 lint: fmt-check clippy
 
-fmt-check: toolchain
+fmt-check:
 	$(CARGO) fmt --all -- --check
 
-clippy: toolchain
+clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) clippy -p leasehold-ffi --all-targets --features testing --locked -- -D warnings
 
 rust-test: etcd
 	$(CARGO) test --workspace --locked $(RUST_TEST_EXCLUDE)
 
-coverage:
-	@if [ -x $(COVERAGE) ]; then $(COVERAGE) | tail -n 5; else echo "no $(COVERAGE): coverage not checked"; fi
+# The core's tests (its unit tests, its tests/ on the embedded store and
+# the doc examples) and the C ABI's, with the features the bindings build it
+# with, so that `check-python` and `check-node` reuse the same core.
+check-rust:
+	$(CARGO) test --locked -p leasehold -p leasehold-ffi --features leasehold/etcd
 
-bench: bench-embedded bench-compare bench-ids
+coverage:
+	tools/contract-coverage --check | tail -n 7
+
+bench: setup bench-embedded bench-compare bench-ids
 
 bench-embedded:
 	$(CARGO) bench -p leasehold-bench --bench embedded
@@ -59,13 +98,15 @@ bench-embedded:
 # The ID generator on the embedded and the server store, next to Redis INCR
 # and etcd revisions as ID sources (docs/ids.md).
 bench-ids: etcd protoc
-	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin ids
 
 # Leasehold's server store vs etcd and Redis on this machine (docs/benchmarks.md).
-# Installs etcd, Redis and protoc (etcd-client's build needs it) when missing.
 bench-compare: etcd protoc
-	@command -v redis-server >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin compare
+
+# The native libraries `make check` tests through, in one debug build: the
+# server the tests start, the Python module and the Node addon.
+CHECK_NATIVE := -p leasehold-server -p leasehold-python -p leasehold-node \
+	--features leasehold-python/extension-module

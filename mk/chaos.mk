@@ -26,12 +26,12 @@ CHAOS_OTHERS = --python $(PY) --go-holder $(CHAOS_GO_HOLDER) --node $(NODE) \
 	--postgres $(LEASEHOLD_POSTGRES_URL)
 # The other languages' holders need their bindings built (the Node addon's
 # rule is in node.mk, and the Node holders' pg is among the package's dev
-# dependencies: node-dev); the Rust and Node holders write their fences to
-# `make postgres`'s.
-CHAOS_HOLDERS_BUILT := python-install chaos-go-holder bindings-node/leasehold.node node-dev postgres
+# dependencies, which `make setup` installs); the Rust and Node holders write
+# their fences to `make postgres`'s.
+CHAOS_HOLDERS_BUILT := python-install chaos-go-holder bindings-node/leasehold.node postgres
 CHAOS_SMOKE_SEED := 13
 
-BINDING_TESTS += chaos-smoke
+TEST_STEPS += chaos-smoke
 
 .PHONY: chaos chaos-smoke chaos-go-holder
 

@@ -18,12 +18,24 @@ DIST := $(CURDIR)/dist
 DIST_PARTS := server python node go jvm
 DIST_ENV = DIST=$(DIST) VERSION=$$(packaging/version.sh) CARGO="$(CARGO)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)
 
-BINDING_TESTS += dist-test
+TEST_STEPS += dist-test
+
+# maturin and auditwheel, which packaging/python.sh builds and checks the
+# wheel with, in a virtual environment of their own: `make setup`'s.
+PACKAGING_TOOLS := $(CARGO_TARGET_DIR)/packaging/python-tools
+PACKAGING_REQUIREMENTS := bindings-python/requirements-packaging.txt
+SETUP += $(PACKAGING_TOOLS)/requirements.txt
+$(PACKAGING_TOOLS)/requirements.txt: $(PACKAGING_REQUIREMENTS)
+	rm -rf $(PACKAGING_TOOLS)
+	python3 -m venv $(PACKAGING_TOOLS)
+	$(PACKAGING_TOOLS)/bin/pip install -q --disable-pip-version-check -r $<
+	cp $< $@
 
 
 .PHONY: dist dist-test $(addprefix dist-,$(DIST_PARTS))
 
-dist: $(addprefix dist-,$(DIST_PARTS))
+dist: setup
+	@$(MAKE) --no-print-directory $(addprefix dist-,$(DIST_PARTS))
 	@packaging/sizes.sh $(DIST)
 
 $(addprefix dist-,$(DIST_PARTS)): dist-%: protoc go-toolchain

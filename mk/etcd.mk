@@ -1,8 +1,10 @@
 # The etcd store (core feature `etcd`, tests in etcd-tests/): docs/etcd.md.
 # Included by the root Makefile.
 #   make etcd   etcd 3.6 built once from the Go module proxy (tools/etcd-server,
-#               whose go.mod pins the version), Debian's etcd-server 3.4, and
-#               protoc, which etcd-client's build needs
+#               whose go.mod pins the version; `make setup` builds it), and a
+#               check that Debian's etcd-server 3.4 is there
+#   protoc      a check that protoc, which etcd-client's build needs, is there
+#               (`make setup` installs both from Debian)
 #   make etcd-cluster   the 3-member cluster the bindings' fault tests drive
 #               through stdin (etcd-tests/src/bin/etcd-cluster.rs)
 
@@ -14,26 +16,25 @@ export LEASEHOLD_ETCD_34 := /usr/bin/etcd
 # The cluster the bindings' tests of a member's death start.
 export LEASEHOLD_ETCD_CLUSTER := $(CARGO_TARGET_DIR)/debug/etcd-cluster
 
-.PHONY: etcd protoc etcd-debian etcd-cluster
+APT_PACKAGES += protobuf-compiler etcd-server
+SETUP += $(ETCD)
 
-etcd: $(ETCD) etcd-debian
+.PHONY: etcd protoc etcd-cluster
+
+etcd: $(ETCD)
+	@test -x $(LEASEHOLD_ETCD_34) || { echo "no etcd 3.4 at $(LEASEHOLD_ETCD_34): run make setup"; exit 1; }
 
 $(ETCD): tools/etcd-server/go.mod tools/etcd-server/go.sum tools/etcd-server/main.go
 	cd tools/etcd-server && $(GO) build -trimpath -o $(LEASEHOLD_ETCD) .
-
-etcd-debian:
-	@test -x $(LEASEHOLD_ETCD_34) || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server; }
-	@# Debian starts a system etcd on 2379 when it installs one; the tests use their own.
-	@-systemctl disable --now etcd >/dev/null 2>&1 || true
 
 etcd-cluster: etcd protoc
 	$(CARGO) build --locked -p etcd-tests --bin etcd-cluster
 
 protoc:
-	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler; }
+	@command -v protoc >/dev/null 2>&1 || { echo "no protoc: run make setup"; exit 1; }
 
 # The demo's holders in every language on a 3-member etcd cluster, whose
 # leader is killed halfway through (demo/run.sh, DEMO_STORE=etcd).
 .PHONY: demo-etcd
-demo-etcd: toolchain etcd
+demo-etcd: setup
 	DEMO_STORE=etcd DEMO_SECONDS=$${DEMO_SECONDS:-8} DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh

@@ -15,7 +15,8 @@ FUZZ_DIR := $(CARGO_TARGET_DIR)/fuzz
 # Per input: at most 10 s and 2 GiB; -print_final_stats gives the count of executions.
 FUZZ_FLAGS := -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 
-BINDING_TESTS += fuzz-smoke
+TEST_STEPS += fuzz-smoke
+SETUP += fuzz-tools
 
 .PHONY: fuzz fuzz-smoke fuzz-tools fuzz-build fuzz-smoke-build fuzz-seeds
 
@@ -24,10 +25,10 @@ fuzz-tools:
 	@$(CARGO) +nightly --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
 
-fuzz-build: fuzz-tools
+fuzz-build:
 	cd fuzz && $(CARGO) +nightly fuzz build --target-dir $(FUZZ_DIR)
 
-fuzz-smoke-build: fuzz-tools
+fuzz-smoke-build:
 	cd fuzz && $(CARGO) +nightly fuzz build --dev --target-dir $(FUZZ_DIR)
 
 # run_fuzz(target, seconds, corpus, build flags): runs one target over the

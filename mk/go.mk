@@ -17,16 +17,17 @@ VALGRIND := valgrind --quiet --error-exitcode=1 --leak-check=full \
 	--show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
 	--suppressions=ffi/tests/c/valgrind.supp
 
-BINDING_TESTS += go-test
+TEST_STEPS += go-test
+APT_PACKAGES += gcc libc6-dev valgrind
 DEMO_HOLDERS += go
 
 .PHONY: go-test go-toolchain go-lib ffi-header-check ffi-smoke go-lint demo-holder-go bench-go
 
-# A C compiler (cgo, the smoke test) and valgrind, from Debian when missing.
+# Go, a C compiler (cgo, the smoke test) and valgrind (`make setup` installs the last two).
 go-toolchain:
 	@$(GO) version >/dev/null
-	@command -v cc >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev; }
-	@command -v valgrind >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; }
+	@command -v cc >/dev/null 2>&1 || { echo "no C compiler: run make setup"; exit 1; }
+	@command -v valgrind >/dev/null 2>&1 || { echo "no valgrind: run make setup"; exit 1; }
 
 # The static library (debug, with the C ABI's test hooks: the feature
 # `testing`) where the package's #cgo flags look, and the header beside the

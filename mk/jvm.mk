@@ -16,7 +16,7 @@ UNIFFI_BINDGEN := $(CARGO_TARGET_DIR)/debug/uniffi-bindgen
 MVN_FLAGS := -B -q -Dkotlin.compiler.daemon=false -Dstyle.color=never
 JVM_SOURCES := $(JVM_DIR)/Cargo.toml $(JVM_DIR)/uniffi.toml $(wildcard $(JVM_DIR)/src/*.rs) $(shell find core/src bridge/src -name '*.rs')
 
-BINDING_TESTS += jvm-test
+TEST_STEPS += jvm-test
 DEMO_HOLDERS += jvm
 
 .PHONY: jvm-lib jvm-test bench-jvm demo-holder-jvm

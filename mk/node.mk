@@ -5,6 +5,8 @@
 #                          whose install script builds the addon with cargo),
 #                          prettier, tsc (the JS layer and a typed usage example),
 #                          node --test on the embedded and the server store
+#   make check-node        `make check`'s: prettier, tsc, then node --test on a debug
+#                          build of the addon (no install, no etcd, no PostgreSQL)
 #   make demo-holder-node  the Node holder of `make demo`
 #   make bench-node        the hold cycle through Node next to Rust, with the ratio
 #   make bench-node-ids    the ID generator's nextNow() and takeNow() through Node
@@ -20,10 +22,13 @@ NPM_FLAGS := --no-audit --no-fund
 # The install script builds the addon only when asked (docs/node.md, "Install").
 FROM_SOURCE := LEASEHOLD_BUILD_FROM_SOURCE=1
 
-BINDING_TESTS += node-test
+TEST_STEPS += node-test
+CHECK_STEPS += check-node
+NODE_DEV := $(NODE_DIR)/node_modules/.installed
+SETUP += $(NODE_DEV)
 DEMO_HOLDERS += node
 
-.PHONY: node-test node-install node-dev node-lint demo-holder-node bench-node bench-node-ids
+.PHONY: node-test node-install node-lint check-node demo-holder-node bench-node bench-node-ids
 
 # `npm install ./bindings-node` in a scratch project, asked to build from
 # source: the package's install script builds the addon with cargo (sharing
@@ -34,11 +39,14 @@ node-install:
 	cd $(NODE_SCRATCH) && $(NPM) init -y >/dev/null && $(FROM_SOURCE) $(NPM) install $(NPM_FLAGS) $(CURDIR)/$(NODE_DIR)
 	cd $(NODE_SCRATCH) && $(NODE) -e "require('leasehold').memory().lock('smoke').hold('k', (l) => l.fence).then((f) => console.log('installed leasehold holds a key, fence', f))"
 
-# The package's own dev tools (typescript, prettier, @types/node), as locked.
-node-dev:
+# The package's own dev tools (typescript, prettier, @types/node, pg), as
+# locked: `make setup`'s, again when the lock changes.
+$(NODE_DEV): $(NODE_DIR)/package-lock.json
 	cd $(NODE_DIR) && $(NPM) ci $(NPM_FLAGS) --ignore-scripts
+	touch $@
 
-node-lint: node-dev
+node-lint:
+	@test -f $(NODE_DEV) || { echo "no $(NODE_DIR)/node_modules: run make setup"; exit 1; }
 	cd $(NODE_DIR) && npx prettier --check . && npx tsc -p tsconfig.json
 
 # The etcd fault tests start etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
@@ -63,3 +71,13 @@ bench-node-ids:
 	$(CARGO) build --release -p leasehold-node --example ids_next
 	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js
 	cd $(NODE_DIR) && $(NODE) bench/ids.mjs
+
+# The addon from `make check`'s one debug build (CHECK_NATIVE, with the
+# Python module and the server: one set of features, so the core builds
+# once); the tests that need etcd or PostgreSQL are `make node-test`'s.
+NODE_CHECK_IGNORED := etcd.test.mjs etcd-faults.test.mjs fencing.test.mjs
+check-node: node-lint
+	$(CARGO) build --locked -q $(CHECK_NATIVE)
+	cp $(CARGO_TARGET_DIR)/debug/libleasehold_node.so $(NODE_ADDON)
+	cd $(NODE_DIR) && RUST_BACKTRACE=0 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(NODE) --test \
+		$(filter-out $(addprefix test/,$(NODE_CHECK_IGNORED)),$(patsubst $(NODE_DIR)/%,%,$(wildcard $(NODE_DIR)/test/*.test.mjs)))

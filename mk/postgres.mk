@@ -1,6 +1,6 @@
 # A real PostgreSQL for the fenced-write recipe (docs/fencing.md) and
 # anything else that needs one (the chaos harness). Included by the root Makefile.
-#   make postgres       installs Debian's `postgresql` when missing, then starts
+#   make postgres       starts (Debian's `postgresql`, which `make setup` installs)
 #                       a throwaway cluster owned by the build, or finds it
 #                       running (a second `make postgres` does nothing more):
 #                         $(CARGO_TARGET_DIR)/postgres/url   the libpq URL to use,
@@ -29,17 +29,15 @@ PG_CLUSTER := PG_DIR=$(PG_DIR) PG_OS_USER=$(PG_OS_USER) bash tools/postgres/clus
 # The URL the tests connect to, read when a recipe runs (after `postgres` wrote it).
 export LEASEHOLD_POSTGRES_URL = $(shell cat $(PG_DIR)/url 2>/dev/null)
 
-.PHONY: postgres postgres-stop postgres-install fencing-test
+APT_PACKAGES += postgresql
+
+.PHONY: postgres postgres-stop fencing-test
 
 # The tests that write to it start it first.
 rust-test python-test node-test: postgres
 
-postgres-install:
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql && \
-		{ systemctl disable --now postgresql >/dev/null 2>&1 || true; }; }
-
-postgres: postgres-install
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "no PostgreSQL: run make setup"; exit 1; }
 	@$(PG_CLUSTER) start
 
 postgres-stop:
@@ -50,7 +48,7 @@ fencing-test: postgres
 
 # The Go helper's tests are a module of their own (bindings-go/fencing/pgtest),
 # so that the published module needs no PostgreSQL driver; `go-test` does not reach them.
-BINDING_TESTS += fencing-go-test
+TEST_STEPS += fencing-go-test
 .PHONY: fencing-go-test
 fencing-go-test: postgres go-toolchain go-lib
 	cd $(GO_DIR)/fencing/pgtest && $(GO) vet ./... && \

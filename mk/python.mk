@@ -5,6 +5,8 @@
 #                            target dir; maturin builds the native module), ruff,
 #                            mypy --strict (the package, a typed usage example, the
 #                            tests), pytest on the embedded and a server store
+#   make check-python        `make check`'s: ruff, mypy, then pytest on a debug build of
+#                            the native module (no install, no etcd, no PostgreSQL)
 #   make demo-holder-python  the Python holder of `make demo`
 #   make bench-python        the hold cycle through Python next to Rust, with the ratio;
 #                            then the ID generator's calls next to the core's next()
@@ -19,14 +21,17 @@ PY_SOURCES := $(shell find $(PY_DIR)/src $(PY_DIR)/python core/src bridge/src -t
 	$(PY_DIR)/Cargo.toml $(PY_DIR)/pyproject.toml $(PY_DIR)/README.md
 PY_CHECKED := python examples bench demo tests
 
-BINDING_TESTS += python-test
+TEST_STEPS += python-test
+CHECK_STEPS += check-python
+SETUP += $(PY_TOOLS)
 DEMO_HOLDERS += python
 # The crate has no Rust tests (its tests are the Python ones below).
 RUST_TEST_EXCLUDE += --exclude leasehold-python
 
-.PHONY: python-test python-install python-lint demo-holder-python bench-python
+.PHONY: python-test python-install python-lint check-python demo-holder-python bench-python
 
-# A virtual environment with the test tools (pytest, pytest-asyncio, mypy, ruff) from PyPI.
+# A virtual environment with the tools (maturin, pytest, pytest-asyncio, mypy,
+# ruff, uvloop for the benchmark) from PyPI: `make setup`'s.
 $(PY_TOOLS): $(PY_DIR)/requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 		{ echo "bindings-python needs Python 3.11 or later"; exit 1; }
@@ -35,14 +40,16 @@ $(PY_TOOLS): $(PY_DIR)/requirements-dev.txt
 	touch $@
 
 # The package installed as the README says: pip builds the wheel with maturin
-# (the dist profile, pyproject.toml).
-$(PY_INSTALLED): $(PY_TOOLS) $(PY_SOURCES)
-	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall ./$(PY_DIR)
+# (the dist profile, pyproject.toml), the venv's own (no build isolation:
+# nothing is fetched).
+$(PY_INSTALLED): $(PY_SOURCES)
+	@test -x $(PY) || { echo "no $(PY_VENV): run make setup"; exit 1; }
+	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall ./$(PY_DIR)
 	touch $@
 
 python-install: $(PY_INSTALLED)
 
-python-lint: $(PY_TOOLS)
+python-lint:
 	cd $(PY_DIR) && $(PY_VENV)/bin/ruff format --check $(PY_CHECKED)
 	cd $(PY_DIR) && $(PY_VENV)/bin/ruff check $(PY_CHECKED)
 	cd $(PY_DIR) && MYPYPATH=tests $(PY_VENV)/bin/mypy --strict $(PY_CHECKED)
@@ -56,9 +63,21 @@ python-test: etcd etcd-cluster python-install python-lint
 demo-holder-python: python-install
 	@$(PY) $(PY_DIR)/demo/holder.py
 
-# uvloop from PyPI, for the benchmark's row of the same cycle on its event loop.
+# uvloop (in the venv) gives the benchmark's row of the same cycle on its event loop.
 bench-python: python-install
 	$(CARGO) build -q --release -p leasehold-server
-	$(PY) -m pip install -q --disable-pip-version-check uvloop
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_hold.py
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_ids.py
+
+# The package as its sources are, with the debug native module beside them
+# (in $(PY_DEV), first on PYTHONPATH, so it wins over the installed one);
+# the tests that need etcd or PostgreSQL are `make python-test`'s.
+PY_DEV := $(CARGO_TARGET_DIR)/python/dev
+PY_CHECK_IGNORED := tests/test_etcd.py tests/test_etcd_faults.py tests/test_fencing.py
+check-python: python-lint
+	$(CARGO) build --locked -q $(CHECK_NATIVE)
+	rm -rf $(PY_DEV) && mkdir -p $(PY_DEV)/leasehold
+	ln -s $(CURDIR)/$(PY_DIR)/python/leasehold/*.py* $(CURDIR)/$(PY_DIR)/python/leasehold/py.typed $(PY_DEV)/leasehold/
+	cp $(CARGO_TARGET_DIR)/debug/lib_native.so $(PY_DEV)/leasehold/_native.abi3.so
+	cd $(PY_DIR) && PYTHONPATH=$(PY_DEV) CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider \
+		$(addprefix --ignore=,$(PY_CHECK_IGNORED))

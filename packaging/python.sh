@@ -9,8 +9,8 @@
 #     workspace's Cargo.lock.
 # Checks both (names, version $VERSION, tags with `auditwheel show`, the
 # sdist's contents) and fails if either is not what it should be. maturin
-# and auditwheel come from PyPI into a virtual environment under
-# $CARGO_TARGET_DIR (bindings-python/requirements-packaging.txt).
+# and auditwheel are those `make setup` installed from PyPI into a virtual
+# environment under $CARGO_TARGET_DIR (bindings-python/requirements-packaging.txt).
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,12 +25,8 @@ fi
 
 tools="$CARGO_TARGET_DIR/packaging/python-tools"
 requirements="$root/bindings-python/requirements-packaging.txt"
-if ! cmp -s "$requirements" "$tools/requirements.txt"; then
-  rm -rf "$tools"
-  python3 -m venv "$tools"
-  "$tools/bin/pip" install -q --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$tools/requirements.txt"
-fi
+cmp -s "$requirements" "$tools/requirements.txt" ||
+  fail "the packaging tools in $tools are missing or not those of $requirements: run make setup"
 
 rm -rf "$out"
 mkdir -p "$out"

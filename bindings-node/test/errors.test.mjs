@@ -16,7 +16,7 @@ import { repo } from './helpers/server.mjs'
 
 // ERR-01: the codes are the contracts' (and docs/errors.md's), in upper snake case.
 test('ERR-01 every code of the contracts, as JS writes it', () => {
-  const contracts = readFileSync(`${repo}/../shared/spec/contracts.md`, 'utf8')
+  const contracts = readFileSync(`${repo}/docs/contracts.md`, 'utf8')
   const line = contracts.split('\n').find((l) => l.startsWith('| ERR-01 |')) ?? ''
   const list = line.split('every language:')[1]?.split('(add codes')[0] ?? ''
   const listed = [...list.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1])

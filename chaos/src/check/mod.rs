@@ -1,5 +1,5 @@
 //! The checker: reads the histories of a run and finds every broken promise
-//! (`../shared/spec/contracts.md`) they show.
+//! (`docs/contracts.md`) they show.
 //!
 //! - [`Rule::TwoHolders`] (LOCK-01, ERR-04): two holders believed they held
 //!   a key at the same instant. A holder believes from its function's start
