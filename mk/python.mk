@@ -4,7 +4,8 @@
 #                            ./bindings-python in a virtual environment under the
 #                            target dir; maturin builds the native module), ruff,
 #                            mypy --strict (the package, a typed usage example, the
-#                            tests), pytest on the embedded and a server store
+#                            tests), stubtest (_native.pyi against the module),
+#                            pytest on the embedded, a server and an etcd store
 #   make check-python        `make check`'s: ruff, mypy, then pytest on a debug build of
 #                            the native module (no install, no etcd, no PostgreSQL)
 #   make demo-holder-python  the Python holder of `make demo`
@@ -54,10 +55,14 @@ python-lint:
 	cd $(PY_DIR) && $(PY_VENV)/bin/ruff check $(PY_CHECKED)
 	cd $(PY_DIR) && MYPYPATH=tests $(PY_VENV)/bin/mypy --strict $(PY_CHECKED)
 
+# The native module's stub (_native.pyi) against the module itself.
+STUBTEST := $(PY) -m mypy.stubtest leasehold._native
+
 # The tests start `leasehold serve` themselves, from the debug build, and the
 # etcd fault tests etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
 python-test: etcd etcd-cluster python-install python-lint
 	$(CARGO) build -q -p leasehold-server
+	cd $(PY_DIR) && $(STUBTEST)
 	cd $(PY_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider
 
 demo-holder-python: python-install
@@ -79,5 +84,6 @@ check-python: python-lint
 	rm -rf $(PY_DEV) && mkdir -p $(PY_DEV)/leasehold
 	ln -s $(CURDIR)/$(PY_DIR)/python/leasehold/*.py* $(CURDIR)/$(PY_DIR)/python/leasehold/py.typed $(PY_DEV)/leasehold/
 	cp $(CARGO_TARGET_DIR)/debug/lib_native.so $(PY_DEV)/leasehold/_native.abi3.so
+	cd $(PY_DIR) && PYTHONPATH=$(PY_DEV) $(STUBTEST)
 	cd $(PY_DIR) && PYTHONPATH=$(PY_DEV) CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider \
 		$(addprefix --ignore=,$(PY_CHECK_IGNORED))

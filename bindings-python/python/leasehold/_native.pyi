@@ -6,6 +6,33 @@ from typing import ClassVar, final
 
 from ._types import Duration
 
+__all__ = [
+    "SLOT_DEFAULT_LIMIT",
+    "HeldSlot",
+    "Holding",
+    "IdGenerator",
+    "IdLayout",
+    "IdParts",
+    "Lease",
+    "Lock",
+    "LoopDriver",
+    "ManualLease",
+    "Owner",
+    "SlotHolding",
+    "SlotLease",
+    "Slots",
+    "Store",
+    "VirtualClock",
+    "__version__",
+    "connect",
+    "connect_blocking",
+    "error_codes",
+    "error_for_code",
+    "memory",
+    "memory_with",
+    "parse_duration",
+]
+
 __version__: str
 SLOT_DEFAULT_LIMIT: int
 """The core's number of slots of a namespace that does not set one."""
@@ -53,7 +80,7 @@ class ManualLease:
 class Owner:
     """Who leases a slot: a stable key and the instance id of one process."""
 
-    def __init__(self, key: str, instance: str | None = None) -> None:
+    def __new__(cls, key: str, instance: str | None = None) -> Owner:
         """``instance``: ``None`` for a fresh random instance id (a new process of ``key``)."""
     @property
     def key(self) -> str:
@@ -61,7 +88,7 @@ class Owner:
     @property
     def instance(self) -> str:
         """This process's instance id."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 @final
@@ -92,7 +119,7 @@ class SlotLease:
     @property
     def ceiling(self) -> int:
         """Issue no timestamp past this one."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
@@ -190,11 +217,11 @@ class IdLayout:
         node_bits: int,
         sequence_bits: int,
         *,
-        tick_ms: int = 1,
-        epoch_ms: int = ...,
+        tick_ms: int | None = None,
+        epoch_ms: int | None = None,
     ) -> IdLayout:
-        """These splits, ticks of ``tick_ms`` (1 by default, at most an hour)
-        from ``epoch_ms`` (:attr:`DEFAULT_EPOCH_MS`); at least one bit of each
+        """These splits, ticks of ``tick_ms`` (``None``: 1; at most an hour)
+        from ``epoch_ms`` (``None``: :attr:`DEFAULT_EPOCH_MS`); at least one bit of each
         part and at most 63 in all, else ``InvalidArgument``."""
     @property
     def time_bits(self) -> int: ...
@@ -210,7 +237,7 @@ class IdLayout:
         """Takes the ID ``id`` apart."""
     def describe(self) -> str:
         """A short description: ``"41/10/12 ms"``."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
 @final
@@ -229,7 +256,7 @@ class IdParts:
     @property
     def sequence(self) -> int:
         """The sequence within the tick."""
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
 @final
@@ -369,3 +396,11 @@ def memory_with(clock: VirtualClock, renewal: bool = False, push: bool = True) -
 def parse_duration(value: Duration) -> float: ...
 def error_codes() -> list[str]: ...
 def error_for_code(code: str, message: str) -> BaseException: ...
+
+@final
+class LoopDriver:
+    """The core futures one asyncio event loop waits for, polled on its
+    thread; made by the module on a loop's first call, never by users."""
+
+    def run_woken(self) -> None:
+        """Called by the loop when the driver's wake-up socket is readable."""
