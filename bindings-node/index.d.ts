@@ -137,7 +137,7 @@ export interface AcquireOptions {
   signal?: AbortSignal
 }
 
-/** Options of a slot namespace (seed 002). */
+/** Options of a slot namespace. */
 export interface SlotsOptions {
   /** The slots are `[0, limit)`: 1 to 65536, 1024 by default. */
   limit?: number
@@ -257,7 +257,7 @@ export class Lease {
   readonly signal: AbortSignal
 }
 
-/** A lease the caller extends and releases itself (seed 003). */
+/** A lease the caller extends and releases itself. */
 export class ManualLease {
   private constructor()
   readonly name: string
@@ -282,7 +282,7 @@ export class Owner {
   readonly instance: string
 }
 
-/** A slot namespace opened on a store (seed 002). */
+/** A slot namespace opened on a store. */
 export class Slots {
   private constructor()
   readonly name: string

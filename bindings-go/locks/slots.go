@@ -53,7 +53,7 @@ func (o Owner) Key() string { return o.key }
 // Instance is the owner's instance id.
 func (o Owner) Instance() string { return o.instance }
 
-// Slots is a slot namespace opened on a store (seed 002): the slots [0,
+// Slots is a slot namespace opened on a store: the slots [0,
 // limit), each leased to one owner at a time, for a machine or node number
 // of an ID generator. Safe for concurrent use.
 type Slots struct {

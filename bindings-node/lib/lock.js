@@ -1,5 +1,5 @@
 'use strict'
-// Locks: holding a key while a function runs (seed 000). The core waits in
+// Locks: holding a key while a function runs. The core waits in
 // line, renews, keeps the deadline and releases; lib/run.js runs the JS
 // function between `begin` and `end` and turns the outcome into a promise.
 

@@ -1,5 +1,5 @@
 'use strict'
-// Manual leases (seed 003): the caller extends and releases them; no
+// Manual leases: the caller extends and releases them; no
 // background renewal.
 
 const args = require('./args')

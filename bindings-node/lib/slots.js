@@ -1,5 +1,5 @@
 'use strict'
-// Slot leases (seed 002): a namespace of `limit` numbered slots, owners that
+// Slot leases: a namespace of `limit` numbered slots, owners that
 // lease one slot at a time, the leases with their floor and ceiling, and a
 // slot held while a function runs. Which slot an acquire takes, what a
 // renewal or a release changes, a held slot's renewal and its loss are the

@@ -55,7 +55,7 @@ class Store {
   }
 
   /**
-   * The slot namespace `name` with its options (seed 002): `limit` slots
+   * The slot namespace `name` with its options: `limit` slots
    * (1 to 65536, 1024 by default), `ttl` of the leases (1 s to 1 h, 10 s
    * by default), `tolerance` of their ceilings (at most 1 h, 1 s by
    * default), `offset` added to a slot to make its node number (0 by

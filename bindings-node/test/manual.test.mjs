@@ -1,4 +1,4 @@
-// Manual leases through the Node binding (seed 003), on the embedded store
+// Manual leases through the Node binding, on the embedded store
 // and on a real server store process: MANUAL-01 … MANUAL-07.
 
 import assert from 'node:assert/strict'

@@ -1,4 +1,4 @@
-// Slot leases through the Node binding (seed 002), on the embedded store and
+// Slot leases through the Node binding, on the embedded store and
 // on a real server store process: SLOT-01 (which slot an acquire takes),
 // SLOT-05 (the next holder's floor after a release), SLOT-07 (a timeout of a
 // frozen server is recognisable, apart from outcomes), and the ERR-01 codes

@@ -1,5 +1,5 @@
 """Manual leases through Python: ``store.try_acquire``, ``store.acquire``,
-``lease.extend``, ``lease.release`` (seed 003), on both stores."""
+``lease.extend``, ``lease.release``, on both stores."""
 
 from __future__ import annotations
 

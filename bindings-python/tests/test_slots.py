@@ -1,4 +1,4 @@
-"""Slot leases through Python (seed 002): ``store.slots``, ``Owner``,
+"""Slot leases through Python: ``store.slots``, ``Owner``,
 ``slots.acquire`` / ``renew`` / ``release``, on the embedded store, a real
 server store process, and a frozen one for the timeouts."""
 

@@ -1,4 +1,4 @@
-"""Slot leases (seed 002): a namespace of ``limit`` slots, each leased by one
+"""Slot leases: a namespace of ``limit`` slots, each leased by one
 owner at a time, to derive a node number for an ID generator; and
 ``slots.hold(owner)``, a slot held with background renewal while a block runs."""
 

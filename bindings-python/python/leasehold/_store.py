@@ -142,7 +142,7 @@ class Store:
         timeout: Duration | None = None,
         margin: Duration | None = None,
     ) -> Slots:
-        """Opens the slot namespace ``name`` (seed 002): slots ``range(limit)``
+        """Opens the slot namespace ``name``: slots ``range(limit)``
         (1 to 65536); ``ttl``: 1 s to 1 h, 10 s by default; ``tolerance``: from
         a lease's expiry to its ceiling, at most 1 h, 1 s by default; ``offset``:
         what a lease's ``node`` adds to its ``slot``; ``timeout``: the bound on

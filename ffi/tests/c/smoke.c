@@ -297,7 +297,7 @@ static void manual(lh_store store) {
   EXPECT(lh_manual_release(a, (lh_cancel){0}), LH_CLOSED);
 }
 
-/* Slot leases (seed 002): acquire, the lease's fields, renew, release, the
+/* Slot leases: acquire, the lease's fields, renew, release, the
  * next holder's floor, Exhausted, and bad input. */
 static void slots(lh_store store) {
   lh_slots ns = {0};

@@ -6,7 +6,7 @@ import kotlin.time.Duration
 
 /**
  * A lock: a named family of keys, each held by one holder at a time while
- * a block runs (seed 000), opened by [Store.lock]. Waiting is FIFO per key
+ * a block runs, opened by [Store.lock]. Waiting is FIFO per key
  * (LOCK-01); a held key is renewed in the background (LOCK-06) and its loss
  * cancels the block (LOCK-09).
  */

@@ -4,7 +4,7 @@ import dev.leasehold.uniffi.NativeManualLease
 import kotlin.time.Duration
 
 /**
- * A manual lease (seed 003), from [Store.tryAcquire] or [Store.acquire]:
+ * A manual lease, from [Store.tryAcquire] or [Store.acquire]:
  * it lasts until its ttl runs out unless the caller extends it.
  */
 class ManualLease internal constructor(

@@ -14,7 +14,7 @@ import kotlin.time.toKotlinDuration
 import java.time.Duration as JavaDuration
 
 /**
- * Seed 002's [SlotLeaseStore] on a Leasehold store ([Store.slotLeaseStore]):
+ * The [SlotLeaseStore] SPI on a Leasehold store ([Store.slotLeaseStore]):
  * each call opens the namespace with the parameters it passes ([Store.slots],
  * which sends nothing) and waits for the store's answer on the calling
  * thread, bounded by the slot calls' timeout (default 5 s).

@@ -9,7 +9,7 @@ import dev.leasehold.uniffi.NativeSlots
 import kotlin.time.Duration
 
 /**
- * A slot namespace (seed 002), opened by [Store.slots]: slots `[0, limit)`
+ * A slot namespace, opened by [Store.slots]: slots `[0, limit)`
  * leased to owners, each lease with a floor and a ceiling that the IDs
  * issued under it stay between. Which slot an acquire takes, and what a
  * renewal or a release changes, is the store's.

@@ -19,7 +19,7 @@ class Store internal constructor(
     }
 
     /**
-     * Opens the lock [name]: keys held while a block runs (seed 000). Nothing
+     * Opens the lock [name]: keys held while a block runs. Nothing
      * is sent; options out of range fail [InvalidTtl] at once (LOCK-13).
      * [ttl] defaults to 10 s; [maxHold] bounds a hold whatever its renewals
      * (LOCK-12); [wait] bounds waiting in line; [margin] is how long before
@@ -60,7 +60,7 @@ class Store internal constructor(
     ): ManualLease = ManualLease(native { native.acquire(name, ttl.toOptionalNanos(), wait.toOptionalNanos()) })
 
     /**
-     * Opens the slot namespace [name] (seed 002): slots `[0, limit)` leased
+     * Opens the slot namespace [name]: slots `[0, limit)` leased
      * to owners, each lease with a floor and a ceiling for the IDs issued
      * under it. The namespace's first use fixes [limit], [tolerance],
      * [offset] and [layout] (SLOT-02). Nothing is sent.
@@ -124,7 +124,7 @@ class Store internal constructor(
     }
 
     /**
-     * Seed 002's slot store SPI on this store, synchronous as the seed's
+     * The slot store SPI ([SlotLeaseStore]) on this store, synchronous as that
      * interface is: a service written against that SPI uses Leasehold as its
      * store through it. [timeout] bounds each call's wait for the store
      * (default 5 s); past it, the call throws a `StoreTimeoutException`.

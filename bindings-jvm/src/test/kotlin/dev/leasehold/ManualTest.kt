@@ -17,7 +17,7 @@ import org.junit.jupiter.api.assertThrows
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
-/** Manual leases (seed 003) through the Kotlin API on a real server store process. */
+/** Manual leases through the Kotlin API on a real server store process. */
 class ManualTest {
     private val server get() = fixture.server
 

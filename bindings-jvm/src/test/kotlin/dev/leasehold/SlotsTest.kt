@@ -16,7 +16,7 @@ import java.util.UUID
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
-/** Slot leases (seed 002) through the Kotlin API on a real server store process. */
+/** Slot leases through the Kotlin API on a real server store process. */
 class SlotsTest {
     private val server get() = fixture.server
 

@@ -5,7 +5,7 @@ import java.util.Optional;
 import java.util.OptionalInt;
 
 /**
- * Leases time windows on machine slots (seed 002's SPI, in Leasehold's own
+ * Leases time windows on machine slots (SPI, in Leasehold's own
  * package): every state change is an atomic conditional update of one slot,
  * stamped by the store's clock. {@code dev.leasehold.java.Store#slotLeaseStore()}
  * is Leasehold's implementation, on any of its stores; it is synchronous, as

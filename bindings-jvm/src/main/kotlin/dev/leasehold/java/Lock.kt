@@ -9,7 +9,7 @@ import java.util.function.Function
 import dev.leasehold.Lease as KotlinLease
 import dev.leasehold.Lock as KotlinLock
 
-/** A lock for Java ([Store.lock]): keys held while a function's future runs (seed 000). */
+/** A lock for Java ([Store.lock]): keys held while a function's future runs. */
 class Lock internal constructor(
     private val lock: KotlinLock,
 ) {

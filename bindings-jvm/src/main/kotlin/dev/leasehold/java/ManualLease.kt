@@ -4,7 +4,7 @@ import java.time.Duration
 import java.util.concurrent.CompletableFuture
 import dev.leasehold.ManualLease as KotlinManualLease
 
-/** A manual lease for Java ([Store.tryAcquire], [Store.acquire]; seed 003). */
+/** A manual lease for Java ([Store.tryAcquire], [Store.acquire]). */
 class ManualLease internal constructor(
     private val lease: KotlinManualLease,
 ) {

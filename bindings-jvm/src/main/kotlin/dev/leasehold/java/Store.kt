@@ -78,8 +78,8 @@ class Store internal constructor(
         }
 
     /**
-     * Seed 002's slot store SPI on this store: slot leases for Java,
-     * synchronous as the seed's interface is. [timeout] bounds each call's
+     * The slot store SPI ([SlotLeaseStore]) on this store: slot leases for Java,
+     * synchronous as that interface is. [timeout] bounds each call's
      * wait for the store (default 5 s); past it, the call throws a
      * `StoreTimeoutException`.
      */

@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
- * Seed 002's SlotLeaseStore SPI, written against as a CosId-shaped service
+ * The SlotLeaseStore SPI, written against as a CosId-shaped service
  * would, on Leasehold's server store: synchronous calls, leases as values.
  */
 class SlotLeaseStoreTest {
