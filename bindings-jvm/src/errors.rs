@@ -3,7 +3,6 @@
 //! reason of a `Lost` error that knows it. The Kotlin layer turns it into
 //! `LeaseholdException` and its subclass of the code.
 
-use std::any::Any;
 use std::fmt;
 
 use leasehold::{Error, ErrorKind};
@@ -39,19 +38,6 @@ impl From<Error> for NativeError {
             loss_reason: e.loss_reason().map(|r| r.as_str().to_owned()),
         }
     }
-}
-
-/// A Rust panic caught on the runtime, as an `Internal` core error.
-pub(crate) fn panicked(payload: Box<dyn Any + Send>) -> Error {
-    let text = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or("a panic without a message");
-    Error::new(
-        ErrorKind::Internal,
-        format!("a bug in Leasehold (Rust panicked): {text}"),
-    )
 }
 
 /// Every ERR-01 code as the contracts write it, in the order of `docs/errors.md`.

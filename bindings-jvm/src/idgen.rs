@@ -9,7 +9,9 @@ use std::sync::Arc;
 use leasehold::idgen::{IdGenerator, IdLayout};
 use leasehold::{Error, ErrorKind};
 
-use crate::bridge::{self, OnDrop};
+use leasehold_bridge::Cancel;
+
+use crate::calls;
 use crate::errors::NativeError;
 use crate::slots::NativeSlotLease;
 
@@ -154,7 +156,7 @@ impl NativeIdGenerator {
     /// awaiting coroutine stops waiting.
     pub async fn next(&self) -> Result<u64, NativeError> {
         let ids = self.ids.clone();
-        bridge::spawn(OnDrop::Abort, async move { ids.next_async().await }).await
+        calls::spawn(Cancel::Drop, async move { ids.next_async().await }).await
     }
 
     /// As many IDs as can be issued now, 1 to `n` (at most [`MAX_TAKE`]);
@@ -170,7 +172,7 @@ impl NativeIdGenerator {
     /// yet. Cancelling the awaiting coroutine drops the call and its IDs.
     pub async fn take(&self, n: u32) -> Result<Vec<u64>, NativeError> {
         let ids = self.ids.clone();
-        bridge::spawn(OnDrop::Abort, async move { ids.take(count(n)?).await }).await
+        calls::spawn(Cancel::Drop, async move { ids.take(count(n)?).await }).await
     }
 
     /// Seals the generator and releases its slot with the largest tick
@@ -179,7 +181,7 @@ impl NativeIdGenerator {
     /// (Not `close`, which the generated class has from `AutoCloseable`.)
     pub async fn close_generator(&self) -> Result<(), NativeError> {
         let ids = self.ids.clone();
-        bridge::spawn(OnDrop::RunOn, async move { ids.close().await }).await
+        calls::spawn(Cancel::RunOn, async move { ids.close().await }).await
     }
 
     /// The layout.

@@ -6,7 +6,9 @@ use std::sync::Mutex;
 
 use leasehold::{Error, ErrorKind, Held, HeldView};
 
-use crate::bridge::{self, OnDrop};
+use leasehold_bridge::Cancel;
+
+use crate::calls;
 use crate::errors::NativeError;
 
 /// A core holding until it ends, and what its held work sees.
@@ -51,7 +53,7 @@ impl<H: Held> Kept<H> {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        bridge::spawn(OnDrop::RunOn, async move {
+        calls::spawn(Cancel::RunOn, async move {
             match holding {
                 Some(holding) => holding.end().await,
                 None => Err(Error::new(ErrorKind::Closed, "the hold ended already")),

@@ -15,12 +15,12 @@
 //! Asynchronous exports are `suspend` functions in Kotlin. Their core
 //! future runs as a task of the core's process runtime
 //! (`leasehold::runtime::process_runtime`), never of a runtime of uniffi's
-//! own, and the exported future only waits for that task (see [`bridge`]):
+//! own, and the exported future only waits for that task (see [`calls`]):
 //! cancelling the awaiting coroutine drops it, which aborts the task, or
 //! cancels the core call's token so that a call waiting in line leaves it
 //! (LOCK-18), or lets a release run on to its end (LOCK-11).
 
-pub mod bridge;
+pub mod calls;
 pub mod durations;
 pub mod errors;
 pub mod holding;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use leasehold::give_up;
 use leasehold::{HoldOptions, Lock};
 
-use crate::bridge;
+use crate::calls;
 use crate::durations;
 use crate::errors::NativeError;
 use crate::holding::NativeHolding;
@@ -79,11 +79,11 @@ impl NativeLock {
     /// store's answer; a grant that answers later is released (LOCK-18).
     pub async fn try_begin(&self, key: String) -> Result<Option<Arc<NativeHolding>>, NativeError> {
         let lock = self.lock.clone();
-        bridge::cancellable(|cancel| async move {
+        calls::cancellable(|cancel| async move {
             let attempt = async move { lock.try_begin(&key).await };
             let holding = give_up::unless_given_up(
                 Some(cancel),
-                &bridge::runtime(),
+                &calls::runtime(),
                 GAVE_UP_TRYING,
                 attempt,
                 give_up::dropped,
@@ -105,7 +105,7 @@ impl NativeLock {
         wait: Option<i64>,
     ) -> impl std::future::Future<Output = Result<Arc<NativeHolding>, NativeError>> {
         let lock = self.lock.clone();
-        bridge::cancellable(|cancel| async move {
+        calls::cancellable(move |cancel| async move {
             let options = HoldOptions {
                 wait: durations::optional("wait", wait)?,
                 cancel: Some(cancel),

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use leasehold::give_up;
 use leasehold::ManualLease;
 
-use crate::bridge::{self, OnDrop};
+use leasehold_bridge::Cancel;
+
+use crate::calls;
 use crate::durations;
 use crate::errors::NativeError;
 
@@ -42,12 +44,12 @@ impl NativeManualLease {
     /// awaiting coroutine stops waiting for the store's answer.
     pub async fn extend(&self, d: i64) -> Result<(), NativeError> {
         let lease = self.lease.clone();
-        bridge::cancellable(|cancel| async move {
+        calls::cancellable(|cancel| async move {
             let d = durations::duration("the extension", d)?;
             let extend = async move { lease.extend(d).await };
             give_up::unless_given_up(
                 Some(cancel),
-                &bridge::runtime(),
+                &calls::runtime(),
                 GAVE_UP_EXTENDING,
                 extend,
                 give_up::dropped,
@@ -61,6 +63,6 @@ impl NativeManualLease {
     /// runs on to its end even if the awaiting coroutine is cancelled.
     pub async fn release(&self) -> Result<(), NativeError> {
         let lease = self.lease.clone();
-        bridge::spawn(OnDrop::RunOn, async move { lease.release().await }).await
+        calls::spawn(Cancel::RunOn, async move { lease.release().await }).await
     }
 }

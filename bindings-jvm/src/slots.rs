@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use leasehold::slots::{Owner, SlotLease, SlotLeaseParts, Slots};
 
-use crate::bridge::{self, OnDrop};
+use leasehold_bridge::Cancel;
+
+use crate::calls;
 use crate::durations;
 use crate::errors::NativeError;
 use crate::kept;
@@ -166,7 +168,7 @@ impl NativeSlots {
         preferred: Option<u32>,
     ) -> Result<Option<NativeSlotLease>, NativeError> {
         let slots = self.slots.clone();
-        bridge::spawn(OnDrop::Abort, async move {
+        calls::spawn(Cancel::Drop, async move {
             let owner = Owner::try_from(owner)?;
             let answer = slots.acquire(&owner, preferred).await?;
             Ok(answer.lease().map(NativeSlotLease::from))
@@ -183,7 +185,7 @@ impl NativeSlots {
         preferred: Option<u32>,
     ) -> Result<Option<Arc<NativeSlotHolding>>, NativeError> {
         let slots = self.slots.clone();
-        bridge::spawn(OnDrop::Abort, async move {
+        calls::spawn(Cancel::Drop, async move {
             let owner = Owner::try_from(owner)?;
             Ok(match slots.begin(&owner, preferred).await? {
                 Some(holding) => Some(NativeSlotHolding::new(kept::unless_lost(holding).await?)),
@@ -200,7 +202,7 @@ impl NativeSlots {
         lease: NativeSlotLease,
     ) -> Result<Option<NativeSlotLease>, NativeError> {
         let slots = self.slots.clone();
-        bridge::spawn(OnDrop::Abort, async move {
+        calls::spawn(Cancel::Drop, async move {
             let lease = SlotLease::try_from(lease)?;
             Ok(slots.renew(&lease).await?.map(NativeSlotLease::from))
         })
@@ -216,7 +218,7 @@ impl NativeSlots {
         last_issued: u64,
     ) -> Result<bool, NativeError> {
         let slots = self.slots.clone();
-        bridge::spawn(OnDrop::RunOn, async move {
+        calls::spawn(Cancel::RunOn, async move {
             let lease = SlotLease::try_from(lease)?;
             slots.release(&lease, last_issued).await
         })

@@ -8,7 +8,9 @@ use leasehold::idgen::IdLayout;
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, ManualLease, Store};
 
-use crate::bridge::{self, OnDrop};
+use leasehold_bridge::Cancel;
+
+use crate::calls;
 use crate::durations;
 use crate::errors::NativeError;
 use crate::idgen::{NativeIdGenerator, NativeIdLayout};
@@ -38,7 +40,7 @@ impl NativeStore {
 /// The embedded store, in this process (LOCK-19).
 #[uniffi::export]
 pub fn memory() -> Arc<NativeStore> {
-    let runtime = bridge::runtime();
+    let runtime = calls::runtime();
     let _entered = runtime.enter();
     NativeStore::new(Store::memory())
 }
@@ -83,7 +85,7 @@ pub async fn connect(
     url: String,
     options: NativeConnectOptions,
 ) -> Result<Arc<NativeStore>, NativeError> {
-    bridge::cancellable(|cancel| async move {
+    calls::cancellable(|cancel| async move {
         let mut core = ConnectOptions {
             token: options.token,
             ca_pem: options.ca_pem.map(String::into_bytes),
@@ -100,7 +102,7 @@ pub async fn connect(
         let connecting = async move { Store::connect(&url, core).await };
         let store = give_up::unless_given_up(
             Some(cancel),
-            &bridge::runtime(),
+            &calls::runtime(),
             GAVE_UP_CONNECTING,
             connecting,
             give_up::dropped,
@@ -212,7 +214,7 @@ impl NativeStore {
         ttl: Option<i64>,
     ) -> Result<Option<Arc<NativeManualLease>>, NativeError> {
         let store = self.store.clone();
-        bridge::cancellable(|cancel| async move {
+        calls::cancellable(|cancel| async move {
             let ttl = durations::optional("ttl", ttl)?.unwrap_or(leasehold::duration::DEFAULT_TTL);
             let attempt = async move { store.try_acquire(&name, ttl).await };
             let release = |lease: Option<ManualLease>| async move {
@@ -222,7 +224,7 @@ impl NativeStore {
             };
             let lease = give_up::unless_given_up(
                 Some(cancel),
-                &bridge::runtime(),
+                &calls::runtime(),
                 GAVE_UP_TRYING,
                 attempt,
                 release,
@@ -243,7 +245,7 @@ impl NativeStore {
         wait: Option<i64>,
     ) -> Result<Arc<NativeManualLease>, NativeError> {
         let store = self.store.clone();
-        bridge::cancellable(|cancel| async move {
+        calls::cancellable(|cancel| async move {
             let ttl = durations::optional("ttl", ttl)?.unwrap_or(leasehold::duration::DEFAULT_TTL);
             let options = HoldOptions {
                 wait: durations::optional("wait", wait)?,
@@ -299,7 +301,7 @@ impl NativeStore {
         options: NativeIdsOptions,
     ) -> Result<Arc<NativeIdGenerator>, NativeError> {
         let store = self.store.clone();
-        bridge::spawn(OnDrop::Abort, async move {
+        calls::spawn(Cancel::Drop, async move {
             let mut b = store.ids(&name);
             if let Some(layout) = options.layout {
                 b = b.layout(IdLayout::try_from(layout)?);
@@ -338,7 +340,7 @@ impl NativeStore {
     /// (Not `close`, which the generated class has from `AutoCloseable`.)
     pub async fn close_store(&self) -> Result<(), NativeError> {
         let store = self.store.clone();
-        bridge::spawn(OnDrop::RunOn, async move {
+        calls::spawn(Cancel::RunOn, async move {
             store.close().await;
             Ok(())
         })

@@ -9,7 +9,9 @@ use std::time::Duration;
 use leasehold::clock::VirtualClock;
 use leasehold::{duration, MemoryOptions, Store};
 
-use crate::bridge::{self, OnDrop};
+use leasehold_bridge::Cancel;
+
+use crate::calls;
 use crate::durations;
 use crate::errors::NativeError;
 use crate::store::NativeStore;
@@ -57,7 +59,7 @@ pub fn memory_with(
     renewal: bool,
     push: bool,
 ) -> Arc<NativeStore> {
-    let runtime = bridge::runtime();
+    let runtime = calls::runtime();
     let _entered = runtime.enter();
     let mut options = MemoryOptions::default().renewal(renewal).push(push);
     if let Some(clock) = clock {
@@ -83,7 +85,7 @@ pub fn testing_panic() -> Result<(), NativeError> {
 /// Panics on purpose in a task of the runtime: the call fails `Internal`.
 #[uniffi::export]
 pub async fn testing_panic_async() -> Result<(), NativeError> {
-    bridge::spawn(OnDrop::Abort, async {
+    calls::spawn(Cancel::Drop, async {
         panic!("a panic on purpose (testing_panic_async)")
     })
     .await

@@ -1,11 +1,11 @@
 //! How every export runs: panics caught, errors handed out as objects,
 //! blocking calls run on the process's runtime.
 
-use std::any::Any;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use leasehold::{give_up, runtime, CancellationToken, Error, ErrorKind, Result};
+use leasehold_bridge::panicked;
 use tokio::runtime::Handle;
 
 use crate::error::lh_error;
@@ -23,16 +23,6 @@ pub(crate) fn run(f: impl FnOnce() -> Result<()>) -> *mut lh_error {
         Ok(Err(e)) => lh_error::into_raw(&e),
         Err(panic) => lh_error::into_raw(&panicked(panic)),
     }
-}
-
-/// The `Internal` error a caught panic becomes.
-pub(crate) fn panicked(panic: Box<dyn Any + Send>) -> Error {
-    let what = panic
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| panic.downcast_ref::<&str>().copied())
-        .unwrap_or("a panic");
-    Error::new(ErrorKind::Internal, format!("leasehold panicked: {what}"))
 }
 
 /// Runs `fut` to completion on `rt`, the runtime of the store it belongs

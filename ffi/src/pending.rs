@@ -5,17 +5,22 @@
 //! of the store's runtime and its `lh_done_fn` is called once, from a
 //! thread of that runtime, when it ends. No caller's thread waits meanwhile
 //! (a Go goroutine in line holds no OS thread), and the call's cancel token
-//! ends it as it ends the blocking forms.
+//! ends it as it ends the blocking forms. The first poll and the panic
+//! capture are the bridge's (`leasehold_bridge::poll_here`, `Caught`); the
+//! outcome and the callback are this ABI's own. A call always runs on to
+//! its end here (the bridge's `Cancel::RunOn`): it is given up through its
+//! cancel token, never by dropping it.
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::task::{Context, Poll, RawWaker, RawWakerVTable, Waker};
+use std::task::Poll;
 
 use leasehold::{Error, ErrorKind, Result};
+use leasehold_bridge::{noop_waker, panicked, poll_here, Caught};
 use tokio::runtime::Handle;
 
-use crate::call::{guard, panicked};
+use crate::call::guard;
 use crate::error::lh_error;
 
 /// How a call that may wait ended. Which fields it fills is the call's to
@@ -106,30 +111,6 @@ fn outcome(result: Result<Done>) -> lh_outcome {
 /// call returns), must return soon, and must make no blocking `lh_` call.
 pub type lh_done_fn = Option<unsafe extern "C" fn(user: u64, outcome: lh_outcome)>;
 
-/// A waker that does nothing, for the first run on the calling thread: a
-/// future that goes on is run again as a task, with the task's waker.
-/// (`Waker::noop` once the crate's minimum Rust is 1.85.)
-fn noop_waker() -> Waker {
-    const VTABLE: RawWakerVTable = RawWakerVTable::new(|_| RAW, |_| {}, |_| {}, |_| {});
-    const RAW: RawWaker = RawWaker::new(std::ptr::null(), &VTABLE);
-    // SAFETY: every function of the vtable ignores the (null) data pointer
-    // and does nothing, which meets RawWaker's contract.
-    unsafe { Waker::from_raw(RAW) }
-}
-
-/// A future whose panic is an `Internal` error.
-struct Caught<F>(Pin<Box<F>>);
-
-impl<F: Future<Output = Result<Done>>> Future for Caught<F> {
-    type Output = Result<Done>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Done>> {
-        let fut = self.0.as_mut();
-        catch_unwind(AssertUnwindSafe(|| fut.poll(cx)))
-            .unwrap_or_else(|p| Poll::Ready(Err(panicked(p))))
-    }
-}
-
 /// Starts the call that `prepare` makes (reading its arguments, which may
 /// fail at once) on `runtime`, and answers whether it went on:
 ///
@@ -173,12 +154,9 @@ where
         Ok(Err(e)) => return answer(lh_outcome::failed(&e)),
         Err(p) => return answer(lh_outcome::failed(&panicked(p))),
     };
-    let mut fut = Caught(Box::pin(fut));
-    let first = {
-        let _entered = runtime.enter();
-        Pin::new(&mut fut).poll(&mut Context::from_waker(&noop_waker()))
-    };
-    if let Poll::Ready(result) = first {
+    // Caught: a panic of the call, now or in its task, is its `Internal` error.
+    let mut fut = Caught::new(Box::pin(fut));
+    if let Poll::Ready(result) = poll_here(&runtime, Pin::new(&mut fut), noop_waker()) {
         return answer(outcome(result));
     }
     let Some(callback) = done else {
