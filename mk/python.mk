@@ -42,10 +42,11 @@ $(PY_TOOLS): $(PY_DIR)/requirements-dev.txt
 
 # The package installed as the README says: pip builds the wheel with maturin
 # (the dist profile, pyproject.toml), the venv's own (no build isolation:
-# nothing is fetched).
+# nothing is fetched; its backend runs the `maturin` on PATH, so the venv's
+# bin goes first).
 $(PY_INSTALLED): $(PY_SOURCES)
 	@test -x $(PY) || { echo "no $(PY_VENV): run make setup"; exit 1; }
-	$(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall ./$(PY_DIR)
+	PATH="$(abspath $(PY_VENV))/bin:$$PATH" $(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall ./$(PY_DIR)
 	touch $@
 
 python-install: $(PY_INSTALLED)

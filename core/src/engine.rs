@@ -15,10 +15,11 @@ use crate::clock::Instant;
 use crate::driver::{Driver, Granted, HoldAnswer, Waiting};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Group;
-use crate::held::{keep, Held, HeldState, HolderDeadlines, Renewed};
+use crate::held::{Held, HeldState};
 use crate::ids::RequestId;
 use crate::lease::{Lease, LeaseState};
 use crate::loss::LossReason;
+use crate::renewal::{renew_loop, HolderDeadlines, Renewal, Renewed};
 use crate::table::{HoldRequest, KeyName};
 
 /// How a call waits for a key.
@@ -29,13 +30,6 @@ pub struct HoldOptions {
     pub wait: Option<Duration>,
     /// Fires to give up waiting: the call fails `Cancelled` and leaves the line.
     pub cancel: Option<CancellationToken>,
-}
-
-/// How the engine keeps a lease on a store whose leases run out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Renewal {
-    pub(crate) ttl: Duration,
-    pub(crate) margin: Duration,
 }
 
 /// The first and the last backoff step of polling for a key (MANUAL-02).
@@ -210,7 +204,7 @@ pub struct Holding {
     lease: Lease,
     driver: Arc<dyn Driver>,
     runtime: Handle,
-    /// Stops the task that renews the lease, where the store renews by id.
+    /// Stops the lease's renewal loop, where the store renews by id.
     done: Option<CancellationToken>,
     /// The renewal group that keeps the lease, where the store renews by group.
     group: Option<Arc<Group>>,
@@ -218,9 +212,9 @@ pub struct Holding {
 }
 
 impl Holding {
-    /// Starts holding what [`acquire`] got: keeps the lease (renewing it on
-    /// stores whose leases run out, in `group` where the store renews by
-    /// group and the request named it) until [`Holding::end`] or drop.
+    /// Starts holding what [`acquire`] got: keeps the lease until
+    /// [`Holding::end`] or drop, renewed on stores whose leases run out (in
+    /// `group` where the store renews by group and the request named it).
     pub(crate) async fn start(
         driver: Arc<dyn Driver>,
         runtime: Handle,
@@ -229,85 +223,108 @@ impl Holding {
         renewal: Option<Renewal>,
         group: Option<Arc<Group>>,
     ) -> Result<Holding> {
-        let Acquired {
-            granted,
-            mut sent_at,
-        } = acquired;
-        let clock = driver.clock().clone();
+        let Acquired { granted, sent_at } = acquired;
         let shared_deadline = group.as_ref().map(|g| g.deadline().clone());
-        let held = HeldState::new(clock.clone(), None, shared_deadline);
+        let held = HeldState::new(driver.clock().clone(), None, shared_deadline);
         let state = LeaseState::new(name, granted.grant, held);
         let record = state.clone();
         granted
             .lost
             .on_loss(move |reason| record.held.mark_lost(reason));
         let mut holding = Holding {
-            lease: Lease {
-                state: state.clone(),
-            },
-            driver: driver.clone(),
-            runtime: runtime.clone(),
+            lease: Lease { state },
+            driver,
+            runtime,
             done: None,
             group: None,
             ended: false,
         };
-        if let (Some(r), Some(group)) = (renewal, group) {
-            // The store counts a grant into a group as the group's renewal,
-            // made after the request was sent; and so a renewal of the lease
-            // by id for the group's ttl, which also answers a fresh maxHold.
-            // As below, little time left means a renewal first.
-            group.confirmed(sent_at);
-            let mut revoke_in = state.grant.revoke_in;
-            let own = |sent: Instant, left: Option<Duration>| left.map(|l| sent + l - r.margin);
-            let little_left = group
-                .deadline()
-                .get()
-                .into_iter()
-                .chain(own(sent_at, revoke_in))
-                .min()
-                .is_none_or(|d| d <= clock.now() + r.ttl / 3);
-            if little_left {
-                sent_at = clock.now();
-                revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
-                group.confirmed(sent_at);
-            }
-            state
-                .held
-                .set_deadline(own(sent_at, revoke_in), LossReason::Revoked);
-            holding.group = Some(group.clone());
-            group.join(state.clone(), own(sent_at, revoke_in));
-            return Ok(holding);
-        }
-        let mut revoke_in = state.grant.revoke_in;
-        if let Some(r) = renewal {
-            // A grant, made at once or after a wait in line, was made at
-            // some time after the request was sent, so the send time gives a
-            // deadline the store has surely not passed. When little of it is
-            // left (a wait in line, or an answer slow to come), a renewal
-            // sent now gives a fresh one before the function starts, or fails
-            // `Lost` if the store let the lease go meanwhile; else the keeper
-            // renews on its schedule from that send time, and the handoff
-            // costs no extra round trip.
-            if sent_at + r.ttl - r.margin <= clock.now() + r.ttl / 3 {
-                sent_at = clock.now();
-                revoke_in = driver.renew(state.lease_id(), Some(r.ttl)).await?.revoke_in;
-            }
-        } else {
-            revoke_in = None;
-            state
-                .held
-                .set_deadline(state.grant.revoke_at, LossReason::Revoked);
-        }
-        if let Some(r) = renewal {
-            let deadlines = HolderDeadlines::new(r, sent_at, revoke_in);
-            state
-                .held
-                .set_deadline(Some(deadlines.holder()), deadlines.reason());
-            let done = CancellationToken::new();
-            runtime.spawn(keep_lease(driver, state, done.clone(), deadlines, r.ttl));
-            holding.done = Some(done);
+        match (renewal, group) {
+            (Some(r), Some(group)) => holding.renew_in_group(r, group, sent_at).await?,
+            (Some(r), None) => holding.renew_by_id(r, sent_at).await?,
+            (None, _) => holding.hold_without_renewal(),
         }
         Ok(holding)
+    }
+
+    /// On a store that renews by group: joins `group`, whose task renews
+    /// the lease with the others. The store counts a grant into a group as
+    /// the group's renewal, made after the request was sent at `sent_at`;
+    /// and so a renewal of the lease by id for the group's ttl, which also
+    /// answers a fresh maxHold. The holder's deadline is the earlier of the
+    /// group's and the lease's own maxHold one.
+    async fn renew_in_group(
+        &mut self,
+        r: Renewal,
+        group: Arc<Group>,
+        mut sent_at: Instant,
+    ) -> Result<()> {
+        let mut revoke_in = self.lease.state.grant.revoke_in;
+        let by_group = group.confirmed(sent_at);
+        let holder = r
+            .by_max_hold(sent_at, revoke_in)
+            .map_or(by_group, |m| m.min(by_group));
+        if r.renews_first(Some(holder), self.driver.clock().now()) {
+            (sent_at, revoke_in) = self.renew_now(r).await?;
+            group.confirmed(sent_at);
+        }
+        let max_hold = r.by_max_hold(sent_at, revoke_in);
+        let state = &self.lease.state;
+        state.held.set_deadline(max_hold, LossReason::Revoked);
+        self.group = Some(group.clone());
+        group.join(state.clone(), max_hold);
+        Ok(())
+    }
+
+    /// On a store that renews by id: starts the lease's own renewal loop,
+    /// counting from the send time `sent_at` of the request the store
+    /// granted (a grant, made at once or after a wait in line, was made at
+    /// some time after it, so the deadline it gives is one the store has
+    /// surely not passed).
+    async fn renew_by_id(&mut self, r: Renewal, mut sent_at: Instant) -> Result<()> {
+        let mut revoke_in = self.lease.state.grant.revoke_in;
+        let holder = HolderDeadlines::new(r, sent_at, revoke_in).holder();
+        if r.renews_first(Some(holder), self.driver.clock().now()) {
+            (sent_at, revoke_in) = self.renew_now(r).await?;
+        }
+        let deadlines = HolderDeadlines::new(r, sent_at, revoke_in);
+        let state = self.lease.state.clone();
+        state
+            .held
+            .set_deadline(Some(deadlines.holder()), deadlines.reason());
+        let done = CancellationToken::new();
+        self.runtime.spawn(renew_lease_loop(
+            self.driver.clone(),
+            state,
+            done.clone(),
+            deadlines,
+            r.ttl,
+        ));
+        self.done = Some(done);
+        Ok(())
+    }
+
+    /// On a store whose leases do not run out (the embedded store): nothing
+    /// renews the lease, and the holder's deadline is its maxHold, as the
+    /// store said it.
+    fn hold_without_renewal(&self) {
+        let state = &self.lease.state;
+        state
+            .held
+            .set_deadline(state.grant.revoke_at, LossReason::Revoked);
+    }
+
+    /// Renews the lease by id now, before the held work starts (as
+    /// [`Renewal::renews_first`] says); returns the renewal's send time and
+    /// the time it answered was left before the lease's maxHold. Fails
+    /// `Lost` if the store let the lease go meanwhile.
+    async fn renew_now(&self, r: Renewal) -> Result<(Instant, Option<Duration>)> {
+        let sent_at = self.driver.clock().now();
+        let grant = self
+            .driver
+            .renew(self.lease.state.lease_id(), Some(r.ttl))
+            .await?;
+        Ok((sent_at, grant.revoke_in))
     }
 
     /// The lease, to hand to the held function.
@@ -324,7 +341,7 @@ impl Holding {
     /// in the background gives up on its own (the store's expiry lets the key go).
     pub async fn end(mut self) -> Result<()> {
         self.ended = true;
-        self.stop_keeping();
+        self.stop_renewing();
         let id = self.lease.state.lease_id();
         if let Some(reason) = self.lease.loss_reason() {
             if self.driver.capabilities().renewal {
@@ -361,7 +378,7 @@ impl Holding {
     }
 
     /// Stops renewing the lease.
-    fn stop_keeping(&self) {
+    fn stop_renewing(&self) {
         if let Some(done) = &self.done {
             done.cancel();
         }
@@ -418,21 +435,16 @@ impl Held for Holding {
 impl Drop for Holding {
     fn drop(&mut self) {
         if !self.ended {
-            self.stop_keeping();
+            self.stop_renewing();
             self.release_later();
         }
     }
 }
 
-/// How long to wait before trying a failed renewal again.
-pub(crate) fn retry_after(ttl: Duration) -> Duration {
-    (ttl / 20).max(Duration::from_millis(50))
-}
-
-/// Keeps one lease on a store that renews by id, until its holder is done
-/// or it is lost (the store's word of a loss is recorded by the grant's
-/// loss callback).
-async fn keep_lease(
+/// The renewal loop of one lease on a store that renews by id, until its
+/// holder is done or it is lost (the store's word of a loss is recorded by
+/// the grant's loss callback).
+async fn renew_lease_loop(
     driver: Arc<dyn Driver>,
     state: Arc<LeaseState>,
     done: CancellationToken,
@@ -440,7 +452,7 @@ async fn keep_lease(
     ttl: Duration,
 ) {
     let id = state.lease_id();
-    keep(&state.held, done, deadlines, || {
+    renew_loop(&state.held, done, deadlines, || {
         let driver = driver.clone();
         async move {
             match driver.renew(id, Some(ttl)).await {

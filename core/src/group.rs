@@ -12,7 +12,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -20,45 +19,20 @@ use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
 use crate::clock::Instant;
+use crate::deadline::AtomicDeadline;
 use crate::driver::Driver;
-use crate::engine::{retry_after, Renewal};
 use crate::error::ErrorKind;
 use crate::ids::{GroupId, LeaseId};
 use crate::lease::LeaseState;
 use crate::loss::LossReason;
-
-/// A group's holder deadline, shared with the leases in it: read without a
-/// lock by every lease's `remaining()`.
-#[derive(Debug, Default)]
-pub(crate) struct GroupDeadline {
-    /// Nanoseconds since the clock's origin; 0 while nothing was confirmed.
-    nanos: AtomicU64,
-}
-
-impl GroupDeadline {
-    /// The deadline, once the store confirmed anything.
-    pub(crate) fn get(&self) -> Option<Instant> {
-        match self.nanos.load(Ordering::Acquire) {
-            0 => None,
-            n => Some(Instant::from_origin(Duration::from_nanos(n))),
-        }
-    }
-
-    /// Moves the deadline to `at` if that is later.
-    fn raise(&self, at: Instant) {
-        let nanos = u64::try_from(at.since_origin().as_nanos())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        self.nanos.fetch_max(nanos, Ordering::AcqRel);
-    }
-}
+use crate::renewal::{retry_after, Renewal};
 
 struct Members {
     leases: HashMap<LeaseId, Arc<LeaseState>>,
     /// The maxHold deadlines of leases in the group, earliest first.
     max_holds: BinaryHeap<Reverse<(Instant, LeaseId)>>,
-    /// Whether the keeping task runs.
-    kept: bool,
+    /// Whether the group's task runs.
+    task_runs: bool,
 }
 
 /// The leases of one store handle with one ttl and margin.
@@ -67,7 +41,10 @@ pub(crate) struct Group {
     renewal: Renewal,
     driver: Arc<dyn Driver>,
     runtime: Handle,
-    deadline: Arc<GroupDeadline>,
+    /// The group's holder deadline, shared with the leases in it (read
+    /// without a lock by every lease's `remaining()`); none while the
+    /// store confirmed nothing.
+    deadline: Arc<AtomicDeadline>,
     members: Mutex<Members>,
     changed: Notify,
 }
@@ -98,7 +75,7 @@ impl Groups {
                     members: Mutex::new(Members {
                         leases: HashMap::new(),
                         max_holds: BinaryHeap::new(),
-                        kept: false,
+                        task_runs: false,
                     }),
                     changed: Notify::new(),
                 })
@@ -123,7 +100,7 @@ impl Group {
     }
 
     /// The deadline its leases share.
-    pub(crate) fn deadline(&self) -> &Arc<GroupDeadline> {
+    pub(crate) fn deadline(&self) -> &Arc<AtomicDeadline> {
         &self.deadline
     }
 
@@ -131,14 +108,15 @@ impl Group {
         self.members.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The store confirmed the group as of a request sent at `sent_at`.
+    /// The store confirmed the group as of a request sent at `sent_at`;
+    /// returns the group's deadline since.
     ///
     /// Leases whose deadline has passed are lost first, whether or not the
     /// group's task got to it yet: the store may have expired them, and a
     /// grant made since (into a group it made anew under the same id) says
     /// nothing of them. Those still within their deadline were in the group
     /// the store renewed, which had not expired then.
-    pub(crate) fn confirmed(&self, sent_at: Instant) {
+    pub(crate) fn confirmed(&self, sent_at: Instant) -> Instant {
         if self
             .deadline
             .get()
@@ -146,12 +124,11 @@ impl Group {
         {
             self.lose_all(LossReason::Expired);
         }
-        self.deadline
-            .raise(sent_at + self.renewal.ttl - self.renewal.margin);
+        self.deadline.raise(self.renewal.by_ttl(sent_at))
     }
 
     /// Adds a held lease, whose own maxHold deadline is `max_hold`; starts
-    /// the keeping task if none runs.
+    /// the group's task if none runs.
     pub(crate) fn join(self: &Arc<Self>, lease: Arc<LeaseState>, max_hold: Option<Instant>) {
         let id = lease.lease_id();
         let start = {
@@ -160,10 +137,10 @@ impl Group {
             if let Some(at) = max_hold {
                 m.max_holds.push(Reverse((at, id)));
             }
-            !std::mem::replace(&mut m.kept, true)
+            !std::mem::replace(&mut m.task_runs, true)
         };
         if start {
-            self.runtime.spawn(keep(self.clone()));
+            self.runtime.spawn(group_task(self.clone()));
         } else if max_hold.is_some() {
             self.changed.notify_one();
         }
@@ -207,11 +184,11 @@ impl Group {
     }
 }
 
-/// Keeps a group while it has leases: renews it every ttl/3 from the last
-/// confirmed send, retrying a failed renewal until the group's deadline,
-/// at which every lease still in it is lost; loses each lease at its own
-/// maxHold deadline.
-async fn keep(group: Arc<Group>) {
+/// The task of a group while it has leases: renews it every ttl/3 from the
+/// last confirmed send, retrying a failed renewal until the group's
+/// deadline, at which every lease still in it is lost; loses each lease at
+/// its own maxHold deadline.
+async fn group_task(group: Arc<Group>) {
     let clock = group.driver.clock().clone();
     let ttl = group.renewal.ttl;
     let mut retry_at: Option<Instant> = None;
@@ -220,7 +197,7 @@ async fn keep(group: Arc<Group>) {
         let next_max_hold = {
             let mut m = group.lock();
             if m.leases.is_empty() {
-                m.kept = false;
+                m.task_runs = false;
                 m.max_holds.clear();
                 return;
             }
@@ -229,7 +206,8 @@ async fn keep(group: Arc<Group>) {
         let Some(deadline) = group.deadline.get() else {
             return group.lose_all(LossReason::Expired);
         };
-        let renew_at = retry_at.unwrap_or(deadline + group.renewal.margin - ttl + ttl / 3);
+        let last_sent = deadline + group.renewal.margin - ttl;
+        let renew_at = retry_at.unwrap_or(group.renewal.renew_at(last_sent));
         tokio::select! {
             biased;
             _ = clock.sleep_until(deadline) => {
@@ -325,10 +303,10 @@ mod tests {
     }
 
     // LOCK-04: a holder deadline that came is a loss as soon as anyone
-    // looks, before any keeper ran (a process resumed from SIGSTOP): the
+    // looks, before the group's task ran (a process resumed from SIGSTOP): the
     // lease says lost, and its loss signal has fired.
     #[tokio::test]
-    async fn lock_04_a_deadline_that_came_is_a_loss_before_the_keeper_runs() {
+    async fn lock_04_a_deadline_that_came_is_a_loss_before_the_group_task_runs() {
         let (clock, group) = group_on_virtual_clock();
         group.confirmed(clock.now());
         let held = lease(&clock, &group, 1);

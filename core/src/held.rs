@@ -1,10 +1,11 @@
 //! What a holder keeps of anything it holds, a key's lease or a slot: its
-//! deadline on the holder's own clock (LOCK-04), its loss recorded once
-//! with its reason (LOCK-09), and the one keeper that renews a single
-//! holding every ttl/3 until its deadline (LOCK-06).
+//! deadline on the holder's own clock (LOCK-04) and its loss, recorded once
+//! with its reason (LOCK-09); and the public traits that code keeping
+//! either alike (each binding's one wrapper) holds them by. How a holding
+//! is renewed is in [`crate::renewal`].
 
 use std::future::Future;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -13,23 +14,22 @@ use tokio_util::sync::{
 };
 
 use crate::clock::{Clock, Instant};
-use crate::engine::{retry_after, Renewal};
+use crate::deadline::AtomicDeadline;
 use crate::error::Result;
-use crate::group::GroupDeadline;
 use crate::loss::LossReason;
 
-/// The state a holding shares between its holder and whoever keeps it.
+/// The state a holding shares between its holder and whatever renews it.
 #[derive(Debug)]
 pub(crate) struct HeldState {
     clock: Clock,
     /// The holding's own deadline (its maxHold's, in a renewal group), and
     /// the reason of a loss at it.
     deadline: Mutex<Option<(Instant, LossReason)>>,
-    /// The holding's own deadline in nanoseconds since the clock's origin
-    /// (`u64::MAX`: none), for [`HeldState::lost_at`] to read without the lock.
-    deadline_nanos: AtomicU64,
+    /// The holding's own deadline again, for [`HeldState::lost_at`] to
+    /// read without the lock.
+    deadline_at: AtomicDeadline,
     /// The deadline of the renewal group the holding is in.
-    group: Option<Arc<GroupDeadline>>,
+    group: Option<Arc<AtomicDeadline>>,
     /// Cancelled at the loss; made on first use, so that a holding nobody
     /// waits on the loss of costs no token (a million held leases).
     lost: OnceLock<CancellationToken>,
@@ -42,11 +42,11 @@ impl HeldState {
     pub(crate) fn new(
         clock: Clock,
         deadline: Option<(Instant, LossReason)>,
-        group: Option<Arc<GroupDeadline>>,
+        group: Option<Arc<AtomicDeadline>>,
     ) -> HeldState {
         HeldState {
             clock,
-            deadline_nanos: AtomicU64::new(nanos_of(deadline.map(|(at, _)| at))),
+            deadline_at: AtomicDeadline::new(deadline.map(|(at, _)| at)),
             deadline: Mutex::new(deadline),
             group,
             lost: OnceLock::new(),
@@ -97,7 +97,7 @@ impl HeldState {
     }
 
     /// Why the holding was lost, once it was. A holder deadline that has
-    /// come is a loss even before its keeper ran (a keeper starved, or a
+    /// come is a loss even before its renewal loop ran (a loop starved, or a
     /// process just resumed from SIGSTOP): it is recorded here, so that no
     /// one who asks acts as the holder past the deadline (LOCK-04).
     pub(crate) fn reason(&self) -> Option<LossReason> {
@@ -116,7 +116,7 @@ impl HeldState {
     pub(crate) fn set_deadline(&self, at: Option<Instant>, why: LossReason) {
         let mut deadline = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
         *deadline = at.map(|at| (at, why));
-        self.deadline_nanos.store(nanos_of(at), Ordering::Release);
+        self.deadline_at.set(at);
     }
 
     /// Whether the holding is lost at `now`, as [`HeldState::reason`] says,
@@ -126,8 +126,7 @@ impl HeldState {
         if self.reason.get().is_some() {
             return true;
         }
-        let own = self.deadline_nanos.load(Ordering::Acquire);
-        if nanos_of(Some(now)) < own && self.group.is_none() {
+        if self.group.is_none() && self.deadline_at.get().is_none_or(|own| now < own) {
             return false;
         }
         self.reason().is_some()
@@ -159,13 +158,6 @@ impl HeldState {
     }
 }
 
-/// `at` in nanoseconds since the clock's origin; `u64::MAX` for none.
-fn nanos_of(at: Option<Instant>) -> u64 {
-    at.map_or(u64::MAX, |at| {
-        u64::try_from(at.since_origin().as_nanos()).unwrap_or(u64::MAX)
-    })
-}
-
 /// What the held work sees of anything held, a key's [`Lease`](crate::Lease)
 /// or a slot's [`HeldSlot`](crate::slots::HeldSlot): whether and why it was
 /// lost, and the signal of its loss.
@@ -189,118 +181,6 @@ pub trait Held: Send + 'static {
 
     /// Releases what is held; fails `Lost` if it was lost while held.
     fn end(self) -> impl Future<Output = Result<()>> + Send;
-}
-
-/// The holder's deadlines, each a time at which the store has surely not
-/// yet let the holding go (LOCK-04): the ttl one moves with every renewal;
-/// the maxHold one is the latest the store's answers have confirmed (each
-/// answer's time left before revocation, counted from its send time, is a
-/// lower bound, so the larger of two stays safe).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct HolderDeadlines {
-    renewal: Renewal,
-    last_sent: Instant,
-    by_ttl: Instant,
-    by_max_hold: Option<Instant>,
-}
-
-impl HolderDeadlines {
-    /// The deadlines after a grant sent at `sent_at` that answered `revoke_in`.
-    pub(crate) fn new(
-        renewal: Renewal,
-        sent_at: Instant,
-        revoke_in: Option<Duration>,
-    ) -> HolderDeadlines {
-        let mut d = HolderDeadlines {
-            renewal,
-            last_sent: sent_at,
-            by_ttl: sent_at,
-            by_max_hold: None,
-        };
-        d.confirmed(sent_at, revoke_in);
-        d
-    }
-
-    /// A grant or renewal sent at `sent_at` succeeded, answering `revoke_in`.
-    fn confirmed(&mut self, sent_at: Instant, revoke_in: Option<Duration>) {
-        let margin = self.renewal.margin;
-        self.last_sent = sent_at;
-        self.by_ttl = sent_at + self.renewal.ttl - margin;
-        if let Some(left) = revoke_in {
-            let at = sent_at + left - margin;
-            self.by_max_hold = Some(self.by_max_hold.map_or(at, |prev| prev.max(at)));
-        }
-    }
-
-    /// The deadline the holder keeps: the earlier of the two.
-    pub(crate) fn holder(&self) -> Instant {
-        self.by_max_hold.map_or(self.by_ttl, |m| m.min(self.by_ttl))
-    }
-
-    /// Why a holding whose holder deadline came is lost.
-    pub(crate) fn reason(&self) -> LossReason {
-        match self.by_max_hold {
-            Some(m) if m <= self.by_ttl => LossReason::Revoked,
-            _ => LossReason::Expired,
-        }
-    }
-}
-
-/// What one renewal of a single holding found.
-pub(crate) enum Renewed {
-    /// Renewed; the time left before its maxHold, if it has one.
-    Kept {
-        /// As [`crate::table::Grant::revoke_in`].
-        revoke_in: Option<Duration>,
-    },
-    /// The store no longer holds it for this holder.
-    Gone(LossReason),
-}
-
-/// Keeps one holding on a store whose holdings run out, until `done` or
-/// its loss: renews it every ttl/3 from the last confirmed send with
-/// `renew`, retrying a failed renewal every ttl/20 until the holder's
-/// deadline, at which it is lost (LOCK-04, LOCK-06).
-pub(crate) async fn keep<F, Fut>(
-    held: &HeldState,
-    done: CancellationToken,
-    mut deadlines: HolderDeadlines,
-    mut renew: F,
-) where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Renewed>>,
-{
-    let clock = held.clock().clone();
-    let ttl = deadlines.renewal.ttl;
-    let mut next = deadlines.last_sent + ttl / 3;
-    loop {
-        let deadline = deadlines.holder();
-        tokio::select! {
-            biased;
-            _ = done.cancelled() => return,
-            _ = held.lost_cancelled() => return,
-            _ = clock.sleep_until(deadline) => return held.mark_lost(deadlines.reason()),
-            _ = clock.sleep_until(next) => {
-                let sent = clock.now();
-                let outcome = tokio::select! {
-                    biased;
-                    _ = done.cancelled() => return,
-                    _ = clock.sleep_until(deadline) => None,
-                    res = renew() => Some(res),
-                };
-                match outcome {
-                    None => return held.mark_lost(deadlines.reason()),
-                    Some(Ok(Renewed::Kept { revoke_in })) => {
-                        deadlines.confirmed(sent, revoke_in);
-                        held.set_deadline(Some(deadlines.holder()), deadlines.reason());
-                        next = deadlines.last_sent + ttl / 3;
-                    }
-                    Some(Ok(Renewed::Gone(reason))) => return held.mark_lost(reason),
-                    Some(Err(_)) => next = clock.now() + retry_after(ttl),
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

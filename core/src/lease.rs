@@ -10,7 +10,7 @@ use crate::ids::LeaseId;
 use crate::loss::LossReason;
 use crate::table::{Grant, KeyName};
 
-/// The state one lease shares between its holder and whoever keeps it.
+/// The state one lease shares between its holder and whatever renews it.
 #[derive(Debug)]
 pub(crate) struct LeaseState {
     pub(crate) name: KeyName,

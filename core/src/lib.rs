@@ -21,6 +21,7 @@
 
 pub mod clock;
 mod connect;
+mod deadline;
 pub mod driver;
 pub mod duration;
 mod engine;
@@ -41,6 +42,7 @@ mod manual;
 mod memory;
 pub mod names;
 pub mod remote;
+mod renewal;
 pub mod runtime;
 pub mod slots;
 mod store;

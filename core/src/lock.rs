@@ -6,12 +6,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::duration;
-use crate::engine::{self, HoldOptions, Holding, Renewal};
+use crate::engine::{self, HoldOptions, Holding};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Group;
 use crate::ids::RequestId;
 use crate::lease::Lease;
 use crate::names;
+use crate::renewal::Renewal;
 use crate::runtime;
 use crate::store::Store;
 use crate::table::{HoldRequest, KeyName};
@@ -337,7 +338,7 @@ impl Lock {
 
 /// Why the held function must not start: its lease was lost between the
 /// grant and now (its holder deadline came while the process was frozen, or
-/// before its keeper ran; LOCK-04). Then nothing runs and the hold fails `Lost`.
+/// before its renewal loop ran; LOCK-04). Then nothing runs and the hold fails `Lost`.
 fn lost_before_start(holding: &Holding) -> Option<Error> {
     holding.lease().lost().then(|| {
         Error::new(

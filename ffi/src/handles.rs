@@ -11,7 +11,7 @@ use leasehold::slots::{SlotLease, Slots};
 use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, Store};
 use tokio::runtime::Handle;
 
-use crate::held::HeldLease;
+use crate::holding::HeldLease;
 use crate::idgen::Ids;
 use crate::slots::holding::HeldSlotHolding;
 

@@ -12,13 +12,14 @@ use std::task::{Context, Wake, Waker};
 use std::thread::ThreadId;
 
 use leasehold::{CancellationToken, Error, ErrorKind, Held, HeldView, Result};
+use leasehold_bridge::WATCHED_ALREADY;
 use tokio::runtime::Handle;
 
 use crate::call::{block_on, guard, not_in_runtime, or_cancelled};
 use crate::cancel::lh_cancel;
 use crate::error::lh_loss_reason;
 use crate::handles::{self, Kind};
-use crate::held::lh_lost_fn;
+use crate::holding::lh_lost_fn;
 use crate::input;
 use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 
@@ -97,10 +98,7 @@ impl<H: Held> Kept<H> {
         {
             let mut slot = lock(&self.watch);
             if slot.is_some() {
-                return Err(Error::new(
-                    ErrorKind::InvalidArgument,
-                    "the holding has a loss callback already",
-                ));
+                return Err(Error::new(ErrorKind::InvalidArgument, WATCHED_ALREADY));
             }
             *slot = Some(watch.clone());
         }

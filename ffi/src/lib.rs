@@ -36,7 +36,7 @@ mod call;
 mod cancel;
 mod error;
 mod handles;
-mod held;
+mod holding;
 mod idgen;
 mod input;
 mod kept;
@@ -53,7 +53,7 @@ pub use error::{
     lh_code, lh_code_name, lh_error, lh_error_code, lh_error_free, lh_error_loss_reason,
     lh_error_message, lh_loss_reason, LH_CODE_COUNT,
 };
-pub use held::{
+pub use holding::{
     lh_holding, lh_holding_end, lh_holding_end_async, lh_holding_info, lh_holding_on_lost,
     lh_holding_wait_lost, lh_lease_info, lh_lost_fn,
 };

@@ -11,7 +11,7 @@ use crate::cancel::lh_cancel;
 use crate::error::lh_error;
 use crate::handles;
 use crate::handles::OnRuntime;
-use crate::held::lh_holding;
+use crate::holding::lh_holding;
 use crate::input;
 use crate::kept::Kept;
 use crate::pending::{self, lh_done_fn, lh_outcome, Done};
@@ -196,7 +196,7 @@ unsafe fn begin(
     let runtime = lock.runtime.clone();
     Ok((runtime, async move {
         let holding = lock.value.begin(&key, &hold).await?;
-        Ok(keep(holding, lock.runtime))
+        Ok(behind_handle(holding, lock.runtime))
     }))
 }
 
@@ -274,14 +274,14 @@ unsafe fn try_begin(
     let attempt = async move { lock.value.try_begin(&key).await };
     Ok((runtime.clone(), async move {
         match given_up_or(attempt, cancel).await? {
-            Some(holding) => Ok(keep(holding, runtime)),
+            Some(holding) => Ok(behind_handle(holding, runtime)),
             None => Ok(Done::NOTHING),
         }
     }))
 }
 
 /// Puts a new holding behind a handle: the handle and the lease's fence.
-fn keep(holding: Holding, runtime: Handle) -> Done {
+fn behind_handle(holding: Holding, runtime: Handle) -> Done {
     let kept = Kept::new(holding, runtime);
     let fence = kept.view().fence();
     Done::made(handles::insert(Arc::new(kept)), fence)

@@ -114,7 +114,7 @@ unsafe fn try_acquire(
     Ok((runtime.clone(), async move {
         let tried = give_up::unless_given_up(cancel, &runtime, CANCELLED, attempt, release).await?;
         match tried {
-            Some(lease) => Ok(keep(lease, runtime)),
+            Some(lease) => Ok(behind_handle(lease, runtime)),
             None => Ok(Done::NOTHING),
         }
     }))
@@ -206,12 +206,12 @@ unsafe fn acquire(
     let runtime = store.runtime.clone();
     Ok((runtime, async move {
         let lease = store.value.acquire(&name, ttl, &options).await?;
-        Ok(keep(lease, store.runtime))
+        Ok(behind_handle(lease, store.runtime))
     }))
 }
 
 /// Puts a new manual lease behind a handle: the handle and the lease's fence.
-fn keep(lease: ManualLease, runtime: Handle) -> Done {
+fn behind_handle(lease: ManualLease, runtime: Handle) -> Done {
     let fence = lease.fence();
     let id = handles::insert(OnRuntime {
         value: lease,

@@ -131,7 +131,7 @@ struct HoldAsk {
 
 /// A lease this connection was granted and watches for loss.
 #[derive(Debug, Clone, Copy)]
-struct Held {
+struct WatchedLease {
     generation: u64,
     request_id: RequestId,
 }
@@ -281,7 +281,7 @@ struct Connection<W> {
     role: Role,
     sink: FramedWrite<W, LengthDelimitedCodec>,
     waits: HashMap<RequestId, Wait>,
-    held: HashMap<LeaseId, Held>,
+    held: HashMap<LeaseId, WatchedLease>,
     /// The renewal groups this connection named, whose leases it watches.
     groups: HashSet<GroupId>,
     /// The lock names its holds named lately (at most `LOCK_NAMES`).
@@ -448,7 +448,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         let lease_id = granted.grant.lease_id;
         self.held.insert(
             lease_id,
-            Held {
+            WatchedLease {
                 generation,
                 request_id: granted.grant.request_id,
             },
@@ -466,7 +466,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         let generation = self.next_generation();
         self.held.insert(
             lease_id,
-            Held {
+            WatchedLease {
                 generation,
                 request_id,
             },

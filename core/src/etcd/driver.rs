@@ -15,8 +15,8 @@ use tokio::runtime::Handle;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::book::{EtcdBook, NewHold, Request};
 use super::calls::{lease_secs, revision_of, Bounds, Calls};
-use super::held::{EtcdBook, NewHold, Request};
 use super::keys::{range_end, Layout, RequestRecord};
 use super::line::{self, InLine};
 use super::members::Members;
@@ -324,7 +324,7 @@ impl Driver for EtcdDriver {
                 s.calls.revoke_later(etcd_lease);
                 return Err(closed());
             }
-            let granted = s.keep(
+            let granted = s.book(
                 &mut st,
                 NewHold {
                     request_id: rid,
@@ -374,7 +374,7 @@ impl Driver for EtcdDriver {
                 .or_else(|| u64::try_from(kv.mod_revision()).ok())
                 .unwrap_or(0);
             let mut st = s.lock();
-            let granted = s.keep(
+            let granted = s.book(
                 &mut st,
                 NewHold {
                     request_id: rid,

@@ -12,15 +12,15 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::book::{NewHold, Request};
 use super::calls::revision_of;
 use super::driver::EtcdDriverCore;
-use super::held::{NewHold, Request};
 use super::keys::{range_end, RequestRecord};
 use super::watcher::Notice;
 use crate::clock::Instant;
-use crate::engine::retry_after;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{LeaseId, RequestId};
+use crate::renewal::retry_after;
 
 /// A request in line, as its waiter task keeps it.
 pub(crate) struct InLine {
@@ -234,7 +234,7 @@ async fn finish(shared: Arc<EtcdDriverCore>, w: InLine, outcome: Result<Promoted
         };
         match outcome {
             Ok(promoted) => {
-                let granted = shared.keep(
+                let granted = shared.book(
                     &mut st,
                     NewHold {
                         request_id: w.request_id,

@@ -10,10 +10,10 @@
 //! # }
 //! ```
 
+mod book;
 mod calls;
 mod driver;
 mod errors;
-mod held;
 mod keys;
 mod line;
 mod members;

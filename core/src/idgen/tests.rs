@@ -135,8 +135,8 @@ async fn idgen_02_a_closed_generator_issues_nothing_from_any_clone() {
 }
 
 // IDGEN-02: the holder deadline is checked on the issuing path itself: a
-// clock jumped past it (a starved keeper, a process resumed from SIGSTOP)
-// stops issuing before any keeper ran, and `close` then fails `Lost`.
+// clock jumped past it (a starved renewal loop, a process resumed from SIGSTOP)
+// stops issuing before any renewal loop ran, and `close` then fails `Lost`.
 #[tokio::test(flavor = "current_thread")]
 async fn idgen_02_a_deadline_that_came_stops_issuing_at_once() {
     let (clock, store) = store();

@@ -54,7 +54,8 @@ struct Waiter {
     queued: bool,
 }
 
-struct Held {
+/// A lease this driver holds, as its book keeps it.
+struct BookedLease {
     ttl_ms: u64,
     loss: LossSender,
     epoch: u32,
@@ -88,7 +89,7 @@ struct RemoteBook {
     next_id: u64,
     pending: HashMap<u64, Pending>,
     waiters: HashMap<RequestId, Waiter>,
-    held: HashMap<LeaseId, Held>,
+    held: HashMap<LeaseId, BookedLease>,
     /// The renewal groups of held leases (a held lease names its group by
     /// its place here, which costs it 4 bytes rather than 16).
     groups: Vec<GroupId>,
@@ -343,7 +344,7 @@ impl RemoteDriverCore {
                     let group = st.group_place(waiter.group);
                     st.held.insert(
                         LeaseId(w.lease_id),
-                        Held {
+                        BookedLease {
                             ttl_ms: waiter.ttl_ms,
                             loss,
                             epoch,
@@ -707,7 +708,7 @@ impl Driver for RemoteDriver {
                     let group = st.group_place(request.group);
                     st.held.insert(
                         LeaseId(w.lease_id),
-                        Held {
+                        BookedLease {
                             ttl_ms,
                             loss,
                             epoch,

@@ -14,16 +14,17 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::{SlotLease, Slots};
 use crate::clock::Instant;
-use crate::engine::{combine, Renewal};
+use crate::engine::combine;
 use crate::error::{Error, ErrorKind, Result};
-use crate::held::{keep, Held, HeldState, HeldView, HolderDeadlines, Renewed};
+use crate::held::{Held, HeldState, HeldView};
 use crate::loss::LossReason;
+use crate::renewal::{renew_loop, HolderDeadlines, Renewal, Renewed};
 
 /// Set in [`HeldSlotCell::issued`] once the holding ended: nothing more is
 /// recorded, so nothing is issued after the release read the largest.
 const ENDED: u64 = 1 << 63;
 
-/// What a held slot's views and its keeper share: the lease as last
+/// What a held slot's views and its renewal loop share: the lease as last
 /// renewed, its ceiling and the store's clock as its answers showed them,
 /// the largest timestamp issued, and the held state.
 #[derive(Debug)]
@@ -184,7 +185,7 @@ impl HeldSlot {
         self.shared.issued.load(Ordering::Acquire) & !ENDED
     }
 
-    /// What the views and the keeper share, for an ID generator to issue by.
+    /// What the views and the renewal loop share, for an ID generator to issue by.
     pub(crate) fn cell(&self) -> &Arc<HeldSlotCell> {
         &self.shared
     }
@@ -232,9 +233,9 @@ pub struct SlotHolding {
     held: HeldSlot,
     slots: Slots,
     done: CancellationToken,
-    /// The renewing task: `end` waits for it, so that nothing of the
+    /// The slot's renewal loop: `end` waits for it, so that nothing of the
     /// holding outlives its end.
-    keeper: Option<tokio::task::JoinHandle<()>>,
+    renewal_loop: Option<tokio::task::JoinHandle<()>>,
     ended: bool,
     /// The id of the channel on which the store's close tells the slot lost.
     close_id: u64,
@@ -253,7 +254,7 @@ impl SlotHolding {
     /// Starts keeping `lease`, acquired by a call sent at `sent_at`.
     pub(super) fn start(slots: Slots, lease: SlotLease, sent_at: Instant) -> SlotHolding {
         let clock = slots.store().driver().clock().clone();
-        let deadline = sent_at + slots.ttl() - slots.margin();
+        let deadline = renewal_of(&slots).by_ttl(sent_at);
         let received = clock.now();
         let held = HeldState::new(clock, Some((deadline, LossReason::Expired)), None);
         let shared = Arc::new(HeldSlotCell::new(lease, slots.ttl(), received, held));
@@ -262,7 +263,7 @@ impl SlotHolding {
         let record = shared.clone();
         closed.on_loss(move |reason| record.held.mark_lost(reason));
         let held = HeldSlot { shared };
-        let keeper = slots.store().inner().runtime.spawn(keep_slot(
+        let renewal_loop = slots.store().inner().runtime.spawn(renew_slot_loop(
             slots.clone(),
             held.shared.clone(),
             done.clone(),
@@ -272,7 +273,7 @@ impl SlotHolding {
             held,
             slots,
             done,
-            keeper: Some(keeper),
+            renewal_loop: Some(renewal_loop),
             ended: false,
             close_id,
         }
@@ -292,8 +293,8 @@ impl SlotHolding {
     pub async fn end(mut self) -> Result<()> {
         self.ended = true;
         self.done.cancel();
-        if let Some(keeper) = self.keeper.take() {
-            let _ = keeper.await;
+        if let Some(renewal_loop) = self.renewal_loop.take() {
+            let _ = renewal_loop.await;
         }
         self.slots.store().inner().forget_close(self.close_id);
         let last_issued = self.held.shared.seal();
@@ -348,18 +349,14 @@ impl Drop for SlotHolding {
 /// Renews the held slot every ttl/3 until the holder is done, retrying a
 /// failed renewal until the deadline; a renewal that answers nothing
 /// (another owner has the slot) loses it.
-async fn keep_slot(
+async fn renew_slot_loop(
     slots: Slots,
     shared: Arc<HeldSlotCell>,
     done: CancellationToken,
     sent_at: Instant,
 ) {
-    let renewal = Renewal {
-        ttl: slots.ttl(),
-        margin: slots.margin(),
-    };
-    let deadlines = HolderDeadlines::new(renewal, sent_at, None);
-    keep(&shared.held, done, deadlines, || {
+    let deadlines = HolderDeadlines::new(renewal_of(&slots), sent_at, None);
+    renew_loop(&shared.held, done, deadlines, || {
         let (slots, shared) = (slots.clone(), shared.clone());
         async move {
             let lease = shared.lease().clone();
@@ -373,4 +370,12 @@ async fn keep_slot(
         }
     })
     .await
+}
+
+/// How the slots of `slots` are renewed.
+fn renewal_of(slots: &Slots) -> Renewal {
+    Renewal {
+        ttl: slots.ttl(),
+        margin: slots.margin(),
+    }
 }

@@ -15,7 +15,7 @@ use crate::call::{block_on, given_up_or, run};
 use crate::cancel::lh_cancel;
 use crate::error::{lh_error, lh_loss_reason};
 use crate::handles::{self, OnRuntime};
-use crate::held::lh_lost_fn;
+use crate::holding::lh_lost_fn;
 use crate::input;
 use crate::kept::Kept;
 use crate::pending::{self, lh_done_fn, lh_outcome, Done};

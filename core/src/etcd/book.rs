@@ -19,7 +19,7 @@ use crate::loss::LossReason;
 use crate::table::Grant;
 
 /// A lease this driver holds.
-pub(crate) struct Held {
+pub(crate) struct BookedLease {
     pub(crate) request_id: RequestId,
     /// The request record's key.
     pub(crate) key: Vec<u8>,
@@ -38,7 +38,7 @@ pub(crate) struct Held {
     pub(crate) stop: CancellationToken,
 }
 
-impl Drop for Held {
+impl Drop for BookedLease {
     fn drop(&mut self) {
         self.stop.cancel();
     }
@@ -61,7 +61,7 @@ pub(crate) enum Request {
 #[derive(Default)]
 pub(crate) struct EtcdBook {
     pub(crate) requests: HashMap<RequestId, Request>,
-    pub(crate) held: HashMap<LeaseId, Held>,
+    pub(crate) held: HashMap<LeaseId, BookedLease>,
     /// Why leases ended without their holder: a later renew or release says it.
     pub(crate) ended: HashMap<LeaseId, LossReason>,
     pub(crate) closed: bool,
@@ -82,9 +82,9 @@ pub(crate) struct NewHold {
 }
 
 impl EtcdDriverCore {
-    /// Keeps a granted lease: watches its record for a deletion (expiry),
+    /// Books a granted lease: watches its record for a deletion (expiry),
     /// arms its maxHold, and hands out the grant.
-    pub(crate) fn keep(self: &Arc<EtcdDriverCore>, st: &mut EtcdBook, new: NewHold) -> Granted {
+    pub(crate) fn book(self: &Arc<EtcdDriverCore>, st: &mut EtcdBook, new: NewHold) -> Granted {
         let (loss, lost) = loss_channel();
         let lease_id = new.lease_id;
         let weak = Arc::downgrade(self);
@@ -107,7 +107,7 @@ impl EtcdDriverCore {
             .insert(new.request_id, Request::Granted(lease_id));
         st.held.insert(
             lease_id,
-            Held {
+            BookedLease {
                 request_id: new.request_id,
                 key: new.key,
                 record: new.record,
