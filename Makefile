@@ -10,7 +10,7 @@
 CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 
-.PHONY: all setup setup-apt demo demo-embedded test check check-rust lint fmt-check clippy \
+.PHONY: all setup setup-apt demo demo-embedded test check check-rust lint fmt-check clippy rustdoc \
 	rust-test coverage bench bench-embedded bench-compare bench-ids toolchain
 
 all: test
@@ -68,7 +68,7 @@ test: setup
 check:
 	@MAKE="$(MAKE)" tools/steps $(CHECK_STEPS)
 
-lint: fmt-check clippy
+lint: fmt-check clippy rustdoc
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -76,6 +76,10 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) clippy -p leasehold-ffi --all-targets --features testing --locked -- -D warnings
+
+# The core's API docs, every intra-doc link resolved.
+rustdoc:
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked -q -p leasehold --features etcd
 
 rust-test: etcd
 	$(CARGO) test --workspace --locked $(RUST_TEST_EXCLUDE)

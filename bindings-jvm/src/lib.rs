@@ -1,6 +1,6 @@
 //! Leasehold for the JVM: the native library behind the Kotlin API
 //! (`src/main/kotlin/dev/leasehold`), the Java API over it
-//! (`…/dev/leasehold/java`) and seed 002's slot store SPI
+//! (`…/dev/leasehold/java`) and the slot store SPI
 //! (`src/main/java/dev/leasehold/slots`), exported through uniffi.
 //!
 //! Every export only translates: JVM values into calls of the core, the

@@ -1,4 +1,4 @@
-//! Slot leases (seed 002): a namespace of numbered slots, the owners that
+//! Slot leases: a namespace of numbered slots, the owners that
 //! lease them and the leases, as plain values. Which slot an acquire takes
 //! and what a renewal or a release changes are the core's
 //! (`leasehold::slots`); a slot held with background renewal is

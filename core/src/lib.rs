@@ -19,16 +19,22 @@
 //! # Ok::<(), leasehold::Error>(())
 //! ```
 
+// `duration`, `give_up`, `names` and `runtime` are plumbing public for
+// Leasehold's own crates (the bindings, their bridge, the server), so that
+// every language parses, names and gives up alike; they are not the API
+// offered to users, so they are hidden from its docs.
 pub mod clock;
 mod connect;
 mod deadline;
 pub mod driver;
+#[doc(hidden)]
 pub mod duration;
 mod engine;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
 pub mod fence;
+#[doc(hidden)]
 pub mod give_up;
 mod group;
 mod held;
@@ -40,9 +46,11 @@ mod loss;
 mod loss_channel;
 mod manual;
 mod memory;
+#[doc(hidden)]
 pub mod names;
 pub mod remote;
 mod renewal;
+#[doc(hidden)]
 pub mod runtime;
 pub mod slots;
 mod store;

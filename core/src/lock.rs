@@ -1,5 +1,5 @@
 //! Locks: a named family of keys with its options, and holding a key while a
-//! function runs (seed 000).
+//! function runs.
 
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
@@ -270,10 +270,10 @@ impl Lock {
         holding.finish(outcome).await.map(Some)
     }
 
-    /// Holds `key` while `f` runs on this thread, blocking while in line, as
-    /// seed 000 shows. Everything [`Lock::hold_async`] promises holds here;
-    /// a panic in `f` releases the lease and goes on unwinding. Must not be
-    /// called from async code (it fails `InvalidArgument` there: use `hold_async`).
+    /// Holds `key` while `f` runs on this thread, blocking while in line.
+    /// Everything [`Lock::hold_async`] promises holds here; a panic in `f`
+    /// releases the lease and goes on unwinding. Must not be called from
+    /// async code (it fails `InvalidArgument` there: use `hold_async`).
     ///
     /// ```
     /// let store = leasehold::Store::memory();

@@ -1,5 +1,5 @@
 //! Manual leases: acquired, extended and released by the caller, with no
-//! background renewal (seed 003), and with a fence (MANUAL-07).
+//! background renewal, and with a fence (MANUAL-07).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +41,7 @@ impl std::fmt::Debug for dyn Driver {
     }
 }
 
-/// A lease the caller keeps itself (seed 003's `Lease`). Cloning shares it,
+/// A lease the caller keeps itself (the manual API's `Lease`). Cloning shares it,
 /// and it is safe to use from several threads or tasks at once (MANUAL-06).
 ///
 /// ```

@@ -1,4 +1,4 @@
-//! Manual leases (seed 003) on the embedded store, on a virtual clock.
+//! Manual leases on the embedded store, on a virtual clock.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Slot leases (seed 002) through `Store::slots` on the embedded store, on a
+//! Slot leases through `Store::slots` on the embedded store, on a
 //! virtual clock whose time of day the store stamps (SLOT-03).
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Manual leases (seed 003): taken, extended and released by the caller,
+//! Manual leases: taken, extended and released by the caller,
 //! with no background renewal, each with a fence (MANUAL-07).
 
 use std::future::Future;

@@ -1,6 +1,6 @@
 //! Slot leases on etcd (DIST-07): a namespace's parameters in one key, each
 //! slot in a record of its own. A call reads the namespace at one revision,
-//! applies seed 002's rules (the embedded store's [`SlotTable`]) on the
+//! applies the slot rules (the embedded store's [`SlotTable`]) on the
 //! client's clock, and writes the one slot it changed in one
 //! compare-and-set; a conflicting writer makes it read and try again.
 //! A new lease's fence is the revision of the transaction that took it.

@@ -1,4 +1,4 @@
-//! Unique 64-bit IDs on slot leases (IDGEN): the ID generator seed 002's
+//! Unique 64-bit IDs on slot leases (IDGEN): the ID generator machine
 //! slots exist for.
 //!
 //! A generator holds one slot lease of a namespace and issues IDs of

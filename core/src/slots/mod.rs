@@ -1,4 +1,4 @@
-//! Machine slot leases (seed 002): a namespace has `limit` slots, and an
+//! Machine slot leases: a namespace has `limit` slots, and an
 //! owner leases one at a time to derive a node number for an ID generator.
 //!
 //! Every slot lease carries a floor and a ceiling in milliseconds of the
@@ -173,7 +173,7 @@ pub struct SlotLease {
 
 /// A slot lease taken apart, to be kept as a plain value and made into a
 /// [`SlotLease`] again ([`SlotLease::from_parts`]): for callers whose leases
-/// travel as values, as seed 002's Java SPI passes them. The store checks
+/// travel as values, as the Java slot store SPI passes them. The store checks
 /// the owner and the fence of whatever lease it is given (SLOT-04, SLOT-05),
 /// so a lease made up from parts renews or releases only what that owner
 /// holds under that fence.

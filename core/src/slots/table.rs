@@ -1,4 +1,4 @@
-//! The slots of every namespace, and the four rules of seed 002: which slot
+//! The slots of every namespace, and the four rules of slot leases: which slot
 //! an acquire takes, how a renewal moves the expiry and ceiling, what a
 //! release leaves as the next holder's floor, and what an expired lease leaves.
 

@@ -1,4 +1,4 @@
-//! Slot leases (seed 002): a namespace of `limit` slots opened on a store,
+//! Slot leases: a namespace of `limit` slots opened on a store,
 //! its owners, and the three verbs acquire, renew and release; a slot held
 //! with background renewal is in [`holding`]. Every rule (which slot,
 //! floors, ceilings, the timeout, renewal and loss) is the core's; this

@@ -1,4 +1,4 @@
-//! The conformance checks of slot leases (seed 002): the same rules on every
+//! The conformance checks of slot leases: the same rules on every
 //! store, stamped by the store's own clock.
 
 use std::time::Duration;
