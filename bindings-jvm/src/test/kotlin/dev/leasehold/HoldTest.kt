@@ -221,6 +221,30 @@ class HoldTest {
             }
         }
 
+    // LOCK-09: a loss is told to every waiter on it. The JVM's only loss
+    // callback is a wait (lostSignal), so, unlike the callbacks of the C ABI,
+    // Python and Node (one per holding), any number may wait: two waiters
+    // started before the loss both complete with its reason.
+    @Test
+    fun `LOCK-09 every lostSignal waiter is told of the loss`() =
+        runBlocking<Unit> {
+            val store = Leasehold.connect(server.url)
+            try {
+                val lock = store.lock("jvm-lock-09-waiters", ttl = 1.seconds, maxHold = 2.seconds)
+                val held = CompletableDeferred<Lease>()
+                val hold =
+                    async {
+                        runCatching { lock.hold("k") { lease -> held.complete(lease); awaitCancellation() } }
+                    }
+                val lease = held.await()
+                val waiters = List(2) { async { lease.lostSignal() } }
+                assertEquals(listOf("revoked", "revoked"), within("both waiters told") { waiters.map { it.await() } })
+                assertInstanceOf(LeaseLost::class.java, hold.await().exceptionOrNull())
+            } finally {
+                store.close()
+            }
+        }
+
     // LOCK-13: options out of range fail InvalidTtl before anything is sent.
     @Test
     fun `LOCK-13 options out of range fail InvalidTtl at once`() {
