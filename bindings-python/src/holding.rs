@@ -32,7 +32,8 @@ impl PyHolding {
     }
 
     /// Calls `callback(True)` on the running event loop's thread once, if
-    /// the lease is lost before the holding ends (LOCK-09).
+    /// the lease is lost before the holding ends (LOCK-09); a second watch
+    /// of the holding fails `InvalidArgument`.
     fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
         self.kept.watch_loss(py, callback)
     }

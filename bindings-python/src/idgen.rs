@@ -14,13 +14,14 @@ use std::time::Instant;
 
 use leasehold::idgen::{IdGenerator, IdLayout, IdParts, DEFAULT_EPOCH_MS};
 use leasehold::ErrorKind;
+use leasehold_bridge::Cancel;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel};
 use crate::convert;
 use crate::errors;
+use crate::loop_driver;
 use crate::slots::PySlotLease;
 
 /// The most IDs one `take` or `take_nowait` asks for.
@@ -299,7 +300,7 @@ impl PyIdGenerator {
     /// Cancelling the awaiting task drops the wait: nothing was issued.
     fn next_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let ids = self.ids(py)?.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
             ids.next_async().await
         })
     }
@@ -323,7 +324,7 @@ impl PyIdGenerator {
     fn take<'py>(&self, py: Python<'py>, n: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let ids = self.ids(py)?.clone();
         let n = count(n)?;
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::Drop, async move {
             ids.take(n).await
         })
     }
@@ -334,7 +335,7 @@ impl PyIdGenerator {
     /// on its own: cancelling the awaiting task does not stop it.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let ids = self.ids(py)?.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             ids.close().await
         })
     }

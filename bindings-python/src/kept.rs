@@ -1,21 +1,26 @@
 //! `Kept`: the one wrapper of anything the core holds for a Python block (a
 //! key's `Holding`, a slot's `SlotHolding`): the holding itself until `end`
-//! takes it, what the block sees of it, and the watch for its loss, stopped
-//! when the holding ends or is dropped.
+//! takes it, what the block sees of it, and the one watch for its loss
+//! (the bridge's `LossWatch`: a second fails `InvalidArgument`, LOCK-09),
+//! stopped when the holding ends or is dropped.
 
 use std::sync::Mutex;
 
 use leasehold::{ErrorKind, Held, HeldView};
+use leasehold_bridge::{Cancel, LossWatch};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel, Watch};
 use crate::errors;
+use crate::loop_driver::{self, Watch};
 use crate::runtime;
 
+/// A holding of the core for a Python block, and the watch for its loss.
 pub struct Kept<H: Held> {
     view: H::View,
     holding: Mutex<Option<H>>,
+    /// The claim on the loss callback: one per holding.
+    loss: LossWatch,
     /// The watch for a loss, stopped when the holding ends.
     watch: Mutex<Option<Watch>>,
     /// The runtime its calls run on, for a test store.
@@ -28,6 +33,7 @@ impl<H: Held> Kept<H> {
         Kept {
             view: holding.view().clone(),
             holding: Mutex::new(Some(holding)),
+            loss: LossWatch::new(),
             watch: Mutex::new(None),
             runtime,
         }
@@ -39,11 +45,13 @@ impl<H: Held> Kept<H> {
     }
 
     /// Calls `callback(True)` on the running event loop's thread once, when
-    /// the holding is lost, unless it ends first. A later call replaces the
-    /// watch of an earlier one.
+    /// the holding is lost, unless it ends first. A holding is watched once:
+    /// a second call fails `InvalidArgument` (LOCK-09), and the first
+    /// callback stays.
     pub fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+        self.loss.claim().map_err(|e| errors::to_py(py, e))?;
         let lost = self.view.lost_signal();
-        let watch = bridge::watch(
+        let watch = loop_driver::watch(
             py,
             async move {
                 lost.await;
@@ -51,14 +59,7 @@ impl<H: Held> Kept<H> {
             },
             callback,
         )?;
-        let previous = self
-            .watch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .replace(watch);
-        if let Some(previous) = previous {
-            previous.stop();
-        }
+        *self.watch.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch);
         Ok(())
     }
 
@@ -67,13 +68,13 @@ impl<H: Held> Kept<H> {
     /// own: cancelling the awaiting task does not stop it.
     pub fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let holding = self.take(py)?;
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, holding.end())
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, holding.end())
     }
 
     /// [`Kept::end`] for code without an event loop: waits without the GIL.
     pub fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
         let holding = self.take(py)?;
-        runtime::wait_shielded(py, holding.end())?.map_err(|e| errors::to_py(py, e))
+        runtime::wait_run_on(py, holding.end())
     }
 
     /// Stops the watch and takes the holding, to end it; `Closed` once it

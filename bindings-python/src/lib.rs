@@ -1,10 +1,11 @@
 //! `leasehold._native`: the private native module of the Python package
-//! `leasehold`. It translates only: Python arguments into the core's types,
-//! core futures into asyncio awaitables (polled on the event loop's thread,
-//! `bridge`), core errors into the package's exceptions. Waiting, renewal,
-//! deadlines, loss and release are the core's.
+//! `leasehold`. It translates only: Python arguments into the core's types
+//! (the options through `leasehold_bridge::options`), core futures into
+//! asyncio awaitables (polled on the event loop's thread by Python's own
+//! driver, `loop_driver`, with the bridge's first poll, cancel policies and
+//! panic capture), core errors into the package's exceptions. Waiting,
+//! renewal, deadlines, loss and release are the core's.
 
-mod bridge;
 mod convert;
 mod errors;
 mod holding;
@@ -12,6 +13,7 @@ mod idgen;
 mod kept;
 mod lease;
 mod lock;
+mod loop_driver;
 mod manual;
 mod runtime;
 mod slot_holding;
@@ -39,7 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<idgen::PyIdGenerator>()?;
     idgen::count_forks(m)?;
     m.add_class::<testing::PyVirtualClock>()?;
-    m.add_class::<bridge::LoopDriver>()?;
+    m.add_class::<loop_driver::LoopDriver>()?;
     m.add_function(wrap_pyfunction!(store::memory, m)?)?;
     m.add_function(wrap_pyfunction!(store::connect, m)?)?;
     m.add_function(wrap_pyfunction!(store::connect_blocking, m)?)?;

@@ -3,12 +3,13 @@
 use std::time::{Duration, Instant};
 
 use leasehold::{CancellationToken, HoldOptions, Lock};
+use leasehold_bridge::Cancel;
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel};
 use crate::convert;
 use crate::holding::PyHolding;
+use crate::loop_driver;
 use crate::runtime;
 
 /// A lock of a store, its options checked. The package's `Lock` wraps it.
@@ -79,7 +80,7 @@ impl PyLock {
         let cancel = Cancel::Token(options.cancel.clone().unwrap_or_default());
         let lock = self.lock.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), cancel, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), cancel, async move {
             lock.begin(&key, &options)
                 .await
                 .map(|h| PyHolding::new(h, runtime))
@@ -96,9 +97,9 @@ impl PyLock {
         let key = convert::name(key, "key")?;
         let lock = self.lock.clone();
         let runtime = self.runtime.clone();
-        // Shielded: given up, the attempt runs on, and a late grant is
+        // RunOn: given up, the attempt runs on, and a late grant is
         // dropped, which releases it (LOCK-11, LOCK-18).
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             lock.try_begin(&key)
                 .await
                 .map(|h| h.map(|h| PyHolding::new(h, runtime)))

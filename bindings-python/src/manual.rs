@@ -1,11 +1,12 @@
-//! `ManualLease`: a lease its holder extends and releases itself (seed 003).
+//! `ManualLease`: a lease its holder extends and releases itself.
 
 use leasehold::ManualLease;
+use leasehold_bridge::Cancel;
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel};
 use crate::convert;
+use crate::loop_driver;
 
 /// A manual lease: no background renewal; `extend` sets the expiry to now
 /// plus the given duration, `release` lets it go. Safe to use from several
@@ -43,7 +44,7 @@ impl PyManualLease {
     fn extend<'py>(&self, py: Python<'py>, by: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let by = convert::duration(by, "the extension")?;
         let lease = self.lease.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             lease.extend(by).await
         })
     }
@@ -52,7 +53,7 @@ impl PyManualLease {
     /// confirmed release or loss, later calls do nothing.
     fn release<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let lease = self.lease.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             lease.release().await
         })
     }

@@ -7,10 +7,12 @@
 //! and then to let Python handle signals, so Ctrl-C leaves the line.
 
 use std::future::Future;
-use std::task::{Context, Poll};
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
 
-use leasehold::{Error, ErrorKind};
+use leasehold::ErrorKind;
+use leasehold_bridge::{noop_waker, poll_here, Cancel, Spawned};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
@@ -33,27 +35,20 @@ where
     F::Output: Send,
 {
     let handle = blocking_runtime(py)?;
-    let mut fut = std::pin::pin!(fut);
-    if let Poll::Ready(out) = poll_once(&handle, fut.as_mut()) {
-        return Ok(out);
-    }
-    block(py, &handle, fut)
+    run(py, &handle, std::pin::pin!(fut))
 }
 
-/// [`wait`] for work that must finish once begun (a release): if it has to
-/// wait, it goes on as a task of its own, which Ctrl-C does not stop.
-pub fn wait_shielded<F>(py: Python<'_>, fut: F) -> PyResult<F::Output>
+/// [`wait_core`] for work that must finish once begun (a release, a
+/// close): if it has to wait, it goes on as a task of its own, which
+/// Ctrl-C does not stop (the bridge's `Spawned` under `Cancel::RunOn`).
+pub fn wait_run_on<F, T>(py: Python<'_>, fut: F) -> PyResult<T>
 where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F: Future<Output = leasehold::Result<T>> + Send + 'static,
+    T: Send + 'static,
 {
     let handle = blocking_runtime(py)?;
-    let mut fut = Box::pin(fut);
-    if let Poll::Ready(out) = poll_once(&handle, fut.as_mut()) {
-        return Ok(out);
-    }
-    let task = handle.spawn(fut);
-    block(py, &handle, std::pin::pin!(task))?.map_err(|e| errors::to_py(py, lost_task(e)))
+    let call = Spawned::new(handle.clone(), Cancel::RunOn, fut);
+    run(py, &handle, std::pin::pin!(call))?.map_err(|e| errors::to_py(py, e))
 }
 
 fn blocking_runtime(py: Python<'_>) -> PyResult<Handle> {
@@ -67,12 +62,21 @@ fn blocking_runtime(py: Python<'_>) -> PyResult<Handle> {
     Ok(handle())
 }
 
-fn poll_once<F: Future + ?Sized>(handle: &Handle, fut: std::pin::Pin<&mut F>) -> Poll<F::Output> {
-    let _context = handle.enter();
-    fut.poll(&mut Context::from_waker(std::task::Waker::noop()))
+/// Polls `fut` once on this thread, then, if it must wait, [`block`]s on it.
+fn run<F>(py: Python<'_>, handle: &Handle, mut fut: Pin<&mut F>) -> PyResult<F::Output>
+where
+    F: Future + Send + ?Sized,
+    F::Output: Send,
+{
+    if let Poll::Ready(out) = poll_here(handle, fut.as_mut(), noop_waker()) {
+        return Ok(out);
+    }
+    block(py, handle, fut)
 }
 
-fn block<F>(py: Python<'_>, handle: &Handle, mut fut: std::pin::Pin<&mut F>) -> PyResult<F::Output>
+/// Waits for `fut` without the GIL, waking every [`SIGNAL_CHECK`] to let
+/// Python handle signals; a signal's exception drops `fut`.
+fn block<F>(py: Python<'_>, handle: &Handle, mut fut: Pin<&mut F>) -> PyResult<F::Output>
 where
     F: Future + Send + ?Sized,
     F::Output: Send,
@@ -95,12 +99,4 @@ where
     T: Send,
 {
     wait(py, fut)?.map_err(|e| errors::to_py(py, e))
-}
-
-/// A task of the runtime that ended without an answer (it panicked).
-pub fn lost_task(e: tokio::task::JoinError) -> Error {
-    Error::new(
-        ErrorKind::Internal,
-        format!("a task of the runtime failed: {e}"),
-    )
 }

@@ -126,7 +126,8 @@ impl PySlotHolding {
     }
 
     /// Calls `callback(True)` on the running event loop's thread once, if
-    /// the slot is lost before the holding ends.
+    /// the slot is lost before the holding ends; a second watch of the
+    /// holding fails `InvalidArgument` (LOCK-09).
     fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
         self.kept.watch_loss(py, callback)
     }

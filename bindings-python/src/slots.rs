@@ -1,4 +1,4 @@
-//! Slot leases (seed 002): `Owner`, `SlotLease`, and `Slots`, a namespace
+//! Slot leases: `Owner`, `SlotLease`, and `Slots`, a namespace
 //! opened on a store with its three verbs and `begin`, a slot held with
 //! background renewal. Which slot an acquire takes, what a renewal or a
 //! release changes, when a call times out and when a held slot is lost are
@@ -6,12 +6,13 @@
 
 use leasehold::slots::{Owner, SlotLease, Slots};
 use leasehold::ErrorKind;
+use leasehold_bridge::Cancel;
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel};
 use crate::convert;
 use crate::errors;
+use crate::loop_driver;
 use crate::slot_holding::PySlotHolding;
 
 /// Who leases a slot: a stable key and the instance id of one process.
@@ -246,7 +247,7 @@ impl PySlots {
         let owner = owner_of(owner)?;
         let preferred = preferred_slot(preferred)?;
         let slots = self.slots.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             slots
                 .acquire(&owner, preferred)
                 .await
@@ -269,7 +270,7 @@ impl PySlots {
         let preferred = preferred_slot(preferred)?;
         let slots = self.slots.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             slots
                 .begin(&owner, preferred)
                 .await
@@ -287,7 +288,7 @@ impl PySlots {
     ) -> PyResult<Bound<'py, PyAny>> {
         let lease = lease_of(lease)?;
         let slots = self.slots.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             slots
                 .renew(&lease)
                 .await
@@ -307,7 +308,7 @@ impl PySlots {
         let lease = lease_of(lease)?;
         let last_issued = convert::unsigned::<u64>(last_issued, "last_issued")?;
         let slots = self.slots.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             slots.release(&lease, last_issued).await
         })
     }

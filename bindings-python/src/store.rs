@@ -2,13 +2,15 @@
 
 use leasehold::remote::ConnectOptions;
 use leasehold::{give_up, CancellationToken, HoldOptions, Store};
+use leasehold_bridge::options::{IdsOptions, LockOptions, SlotsOptions};
+use leasehold_bridge::{options, Cancel, Spawned};
 use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
-use crate::bridge::{self, Cancel};
 use crate::convert;
 use crate::idgen::{self, PyIdGenerator, PyIdLayout};
 use crate::lock::PyLock;
+use crate::loop_driver;
 use crate::manual::PyManualLease;
 use crate::runtime;
 use crate::slots::PySlots;
@@ -64,26 +66,19 @@ impl PyStore {
         margin: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyLock> {
         let name = convert::name(name, "lock name")?;
-        let mut builder = self.store.lock(&name);
-        if let Some(d) = convert::optional_duration(ttl, "ttl")? {
-            builder = builder.ttl(d);
-        }
-        if let Some(d) = convert::optional_duration(max_hold, "max_hold")? {
-            builder = builder.max_hold(d);
-        }
-        if let Some(d) = convert::optional_duration(wait, "wait")? {
-            builder = builder.wait(d);
-        }
-        if let Some(d) = convert::optional_duration(margin, "margin")? {
-            builder = builder.margin(d);
-        }
-        builder
-            .open()
+        let options = LockOptions {
+            ttl: convert::optional_duration(ttl, "ttl")?,
+            max_hold: convert::optional_duration(max_hold, "max_hold")?,
+            wait: convert::optional_duration(wait, "wait")?,
+            margin: convert::optional_duration(margin, "margin")?,
+        };
+        options
+            .open(&self.store, &name)
             .map(|l| PyLock::new(l, self.runtime.clone()))
             .map_err(|e| crate::errors::to_py(py, e))
     }
 
-    /// Opens the slot namespace `name` (seed 002) with its options; nothing
+    /// Opens the slot namespace `name` with its options (SLOT-02); nothing
     /// is sent. `limit` and `offset` are `int`s; `ttl`, `tolerance`,
     /// `timeout` and `margin` durations, the core's defaults when `None`.
     #[pyo3(signature = (name, limit, offset, ttl=None, tolerance=None, timeout=None, margin=None))]
@@ -101,25 +96,18 @@ impl PyStore {
         timeout: Option<&Bound<'_, PyAny>>,
         margin: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PySlots> {
-        let mut builder = self
-            .store
-            .slots(&convert::name(name, "slot namespace")?)
-            .limit(convert::unsigned(limit, "limit")?)
-            .offset(convert::unsigned(offset, "offset")?);
-        if let Some(d) = convert::optional_duration(ttl, "ttl")? {
-            builder = builder.ttl(d);
-        }
-        if let Some(d) = convert::optional_duration(tolerance, "tolerance")? {
-            builder = builder.tolerance(d);
-        }
-        if let Some(d) = convert::optional_duration(timeout, "timeout")? {
-            builder = builder.timeout(d);
-        }
-        if let Some(d) = convert::optional_duration(margin, "margin")? {
-            builder = builder.margin(d);
-        }
-        builder
-            .open()
+        let namespace = convert::name(name, "slot namespace")?;
+        let options = SlotsOptions {
+            limit: Some(convert::unsigned(limit, "limit")?),
+            offset: Some(convert::unsigned(offset, "offset")?),
+            ttl: convert::optional_duration(ttl, "ttl")?,
+            tolerance: convert::optional_duration(tolerance, "tolerance")?,
+            timeout: convert::optional_duration(timeout, "timeout")?,
+            margin: convert::optional_duration(margin, "margin")?,
+            layout: None,
+        };
+        options
+            .open(&self.store, &namespace)
             .map(|s| PySlots::new(s, self.runtime.clone()))
             .map_err(|e| crate::errors::to_py(name.py(), e))
     }
@@ -152,38 +140,30 @@ impl PyStore {
         owner_key: Option<&Bound<'py, PyAny>>,
         preferred: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let given = |v: Option<&Bound<'py, PyAny>>| v.filter(|v| !v.is_none()).cloned();
-        let mut builder = self.store.ids(&convert::name(namespace, "ID namespace")?);
-        if let Some(layout) = given(layout) {
-            builder = builder.layout(PyIdLayout::of(&layout)?);
-        }
-        if let Some(limit) = given(limit) {
-            builder = builder.limit(convert::unsigned(&limit, "limit")?);
-        }
-        if let Some(offset) = given(offset) {
-            builder = builder.offset(convert::unsigned(&offset, "offset")?);
-        }
-        if let Some(d) = convert::optional_duration(ttl, "ttl")? {
-            builder = builder.ttl(d);
-        }
-        if let Some(d) = convert::optional_duration(tolerance, "tolerance")? {
-            builder = builder.tolerance(d);
-        }
-        if let Some(d) = convert::optional_duration(timeout, "timeout")? {
-            builder = builder.timeout(d);
-        }
-        if let Some(d) = convert::optional_duration(max_lead, "max_lead")? {
-            builder = builder.max_lead(d);
-        }
-        if let Some(key) = given(owner_key) {
-            builder = builder.owner_key(&convert::name(&key, "owner key")?);
-        }
-        if let Some(slot) = given(preferred) {
-            builder = builder.preferred(convert::unsigned(&slot, "preferred slot")?);
-        }
+        let namespace = convert::name(namespace, "ID namespace")?;
+        let options = IdsOptions {
+            layout: present(layout).map(PyIdLayout::of).transpose()?,
+            limit: present(limit)
+                .map(|l| convert::unsigned(l, "limit"))
+                .transpose()?,
+            offset: present(offset)
+                .map(|o| convert::unsigned(o, "offset"))
+                .transpose()?,
+            ttl: convert::optional_duration(ttl, "ttl")?,
+            tolerance: convert::optional_duration(tolerance, "tolerance")?,
+            timeout: convert::optional_duration(timeout, "timeout")?,
+            max_lead: convert::optional_duration(max_lead, "max_lead")?,
+            owner_key: present(owner_key)
+                .map(|k| convert::name(k, "owner key"))
+                .transpose()?,
+            preferred: present(preferred)
+                .map(|p| convert::unsigned(p, "preferred slot"))
+                .transpose()?,
+        };
+        let builder = options.builder(&self.store, &namespace);
         let forks = idgen::forks();
         let runtime = self.runtime.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             builder
                 .open()
                 .await
@@ -212,7 +192,7 @@ impl PyStore {
                 let _ = lease.release().await;
             }
         };
-        bridge::awaitable(
+        loop_driver::awaitable(
             py,
             self.runtime.as_ref(),
             Cancel::Token(token),
@@ -244,7 +224,7 @@ impl PyStore {
         };
         let store = self.store.clone();
         let runtime = self.runtime.clone();
-        bridge::awaitable(
+        loop_driver::awaitable(
             py,
             self.runtime.as_ref(),
             Cancel::Token(token),
@@ -261,7 +241,7 @@ impl PyStore {
     /// The close runs on its own: cancelling the awaiting task does not stop it.
     fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let store = self.store.clone();
-        bridge::awaitable(py, self.runtime.as_ref(), Cancel::Shield, async move {
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
             store.close().await;
             Ok(())
         })
@@ -270,7 +250,10 @@ impl PyStore {
     /// [`PyStore::close`] for code without an event loop.
     fn close_blocking(&self, py: Python<'_>) -> PyResult<()> {
         let store = self.store.clone();
-        runtime::wait_shielded(py, async move { store.close().await })
+        runtime::wait_run_on(py, async move {
+            store.close().await;
+            Ok(())
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -296,22 +279,23 @@ struct Given<'a, 'py> {
     accept_old_etcd: bool,
 }
 
+/// An optional argument that was passed: absent or `None` is not.
+fn present<'a, 'py>(value: Option<&'a Bound<'py, PyAny>>) -> Option<&'a Bound<'py, PyAny>> {
+    value.filter(|v| !v.is_none())
+}
+
 fn text(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
-    value
-        .filter(|t| !t.is_none())
-        .map(|t| convert::name(t, what))
-        .transpose()
+    present(value).map(|t| convert::name(t, what)).transpose()
 }
 
 fn pem(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<u8>>> {
-    value
-        .filter(|p| !p.is_none())
-        .map(|p| convert::bytes(p, what))
-        .transpose()
+    present(value).map(|p| convert::bytes(p, what)).transpose()
 }
 
+/// The core's connect options of what Python passed (the bridge's
+/// mapping; the connect timeout is the core's default).
 fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
-    Ok(ConnectOptions {
+    let options = options::ConnectOptions {
         token: text(given.token, "token")?,
         ca_pem: pem(given.ca_pem, "ca_pem")?,
         user: text(given.user, "user")?,
@@ -319,8 +303,9 @@ fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
         client_cert_pem: pem(given.client_cert_pem, "client_cert_pem")?,
         client_key_pem: pem(given.client_key_pem, "client_key_pem")?,
         accept_old_etcd: given.accept_old_etcd,
-        ..ConnectOptions::default()
-    })
+        connect_timeout: None,
+    };
+    Ok(options.into())
 }
 
 /// What `Store.kind` says of a store connected to `url`.
@@ -365,7 +350,7 @@ pub fn connect<'py>(
         accept_old_etcd,
     })?;
     let kind = remote_kind(&url);
-    bridge::awaitable(py, None, Cancel::Drop, async move {
+    loop_driver::awaitable(py, None, Cancel::Drop, async move {
         Store::connect(&url, options)
             .await
             .map(|s| PyStore::new(s, kind))
@@ -401,11 +386,10 @@ pub fn connect_blocking(
         accept_old_etcd,
     })?;
     let kind = remote_kind(&url);
-    let connected = runtime::handle().spawn(async move { Store::connect(&url, options).await });
-    runtime::wait_core(py, async move {
-        connected
-            .await
-            .unwrap_or_else(|e| Err(runtime::lost_task(e)))
-    })
-    .map(|s| PyStore::new(s, kind))
+    // Run as a task of the runtime from the start; Ctrl-C drops it, as
+    // cancelling the awaiting task drops `connect`'s.
+    let connected = Spawned::on_task(runtime::handle(), Cancel::Drop, async move {
+        Store::connect(&url, options).await
+    });
+    runtime::wait_core(py, connected).map(|s| PyStore::new(s, kind))
 }

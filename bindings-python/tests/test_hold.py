@@ -465,6 +465,32 @@ async def test_LOCK_09_a_loss_before_the_block_is_told_on_the_next_turn() -> Non
         await holding.end()
 
 
+# LOCK-09: a holding's loss is watched once. A second watch of the same
+# holding, a key's or a slot's, raises InvalidArgument (ERR-01's code), and the
+# first callback stays the one told of the loss.
+async def test_LOCK_09_a_second_watch_of_a_holding_fails() -> None:
+    store = leasehold.memory()
+    holding = await store.lock("py-watched")._native.begin("k")
+    slot = await store.slots("py-watched", limit=1)._native.begin(leasehold.Owner("svc"), None)
+    assert slot is not None
+    told: list[str] = []
+    holding.watch_loss(lambda _: told.append("key"))
+    slot.watch_loss(lambda _: told.append("slot"))
+    for watched in (holding, slot):
+        with pytest.raises(leasehold.InvalidArgument) as raised:
+            watched.watch_loss(lambda _: told.append("second"))
+        assert raised.value.code == "InvalidArgument"
+        assert "watched already" in str(raised.value)
+    await store.close()
+    await until(lambda: len(told) == 2)
+    await asyncio.sleep(0)
+    assert sorted(told) == ["key", "slot"]
+    with pytest.raises(leasehold.LeaseLost):
+        await holding.end()
+    with pytest.raises(leasehold.LeaseLost):
+        await slot.end()
+
+
 # LOCK-18: Ctrl-C while a blocking hold waits in line raises KeyboardInterrupt
 # (the wait releases the GIL and wakes for signals) and leaves the line.
 # Python's own SIGINT handler is installed for the test: a process started

@@ -1,18 +1,22 @@
-//! Core futures awaited from asyncio, polled on the event loop's own thread.
+//! Python's own event-loop driver: core futures awaited from asyncio,
+//! polled on the event loop's own thread.
 //!
-//! A call polls its core future at once. Done (the embedded store mostly
-//! is), the caller gets a finished asyncio future and nothing crosses a
-//! thread. Not done, the future is kept by the event loop's [`LoopDriver`]:
-//! its waker queues it and writes a byte to a socket the loop watches
-//! (`loop.add_reader`), and the loop polls it again on its own thread. So a
-//! core future wakes Python with one write, like a Rust task wakes its
-//! executor, and no runtime thread ever waits for the GIL.
+//! A call polls its core future at once, on the loop's thread inside the
+//! runtime's context (the bridge's `poll_here`). Done (the embedded store
+//! mostly is), the caller gets a finished asyncio future and nothing
+//! crosses a thread. Not done, the future is parked with the event loop's
+//! [`LoopDriver`]: its waker queues it and writes a byte to a socket the
+//! loop watches (`loop.add_reader`), and the loop polls it again on its own
+//! thread. So a core future wakes Python with one write, like a Rust task
+//! wakes its executor, and no runtime thread ever waits for the GIL. A
+//! panic of the core (a bug) is its `Internal` error (ERR-03, the bridge's
+//! `Caught`).
 //!
-//! Cancelling the awaiting Python task does what the call's [`Cancel`]
-//! says: drops the core future (a call with nothing to undo), cancels the
-//! core call's own token and lets it run on (a hold or acquire waiting in
-//! line leaves it, LOCK-18), or lets it run to its end (a release, a close,
-//! LOCK-11).
+//! Cancelling the awaiting Python task does what the call's
+//! [`Cancel`] says: drops the core future (`Drop`, a call with nothing to
+//! undo), fires the core call's own token and lets it run on (`Token`: a
+//! hold or acquire waiting in line leaves it, LOCK-18), or lets it run to
+//! its end (`RunOn`: a release, a close, LOCK-11).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -20,14 +24,13 @@ use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Poll, Wake, Waker};
 
-use leasehold::CancellationToken;
 use leasehold::ErrorKind;
+use leasehold_bridge::{poll_here, Cancel, Caught, Spawned};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
@@ -36,11 +39,12 @@ use tokio::runtime::Handle;
 use crate::errors;
 use crate::runtime;
 
-/// A core future's answer, made into a Python object on the loop's thread.
+/// A core future's value, made into a Python object on the loop's thread.
 type Convert = Box<dyn for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send>;
 
-/// A core future as the driver keeps it.
-type Work = Pin<Box<dyn Future<Output = Convert> + Send>>;
+/// A core future as the driver parks it: its value to convert, or its
+/// error (a panic of it is `Internal`).
+type Work = Caught<dyn Future<Output = leasehold::Result<Convert>> + Send>;
 
 /// What the driver does with a finished future's answer.
 enum Then {
@@ -54,22 +58,13 @@ enum Then {
     Call(Py<PyAny>),
 }
 
+/// A core future parked with the driver, and what to do with its outcome.
 struct Task {
     work: Work,
     waker: Waker,
     then: Then,
+    /// What cancelling the awaiting Python task does to it.
     cancel: Cancel,
-}
-
-/// What cancelling the awaiting Python task does to a core future.
-pub enum Cancel {
-    /// It is dropped (a call that has nothing to undo).
-    Drop,
-    /// It runs on to its end (a release, a close).
-    Shield,
-    /// This token of the core call is cancelled and the future runs on: a
-    /// call waiting in line leaves it, at once on the embedded store (LOCK-18).
-    Token(CancellationToken),
 }
 
 /// What the wakers share with the driver: the queue of woken tasks and the
@@ -183,42 +178,44 @@ impl LoopDriver {
         (id, waker)
     }
 
-    /// Keeps a task that was polled with its waker and is not done. A wake
+    /// Parks a task that was polled with its waker and is not done. A wake
     /// that came meanwhile finds it: only this thread polls woken tasks.
-    fn keep(&self, id: u64, task: Task) {
+    fn park(&self, id: u64, task: Task) {
         self.tasks().insert(id, task);
     }
 
+    /// Polls the parked task `id` once more: finished, or parked again.
     fn poll(&self, py: Python<'_>, id: u64) {
         let task = self.tasks().remove(&id);
         let Some(mut task) = task else {
             return;
         };
-        let polled = poll_now(&self.runtime, task.work.as_mut(), &task.waker);
-        match polled {
-            Poll::Ready(convert) => finish(py, task.then, convert),
-            Poll::Pending => self.keep(id, task),
+        match poll_here(&self.runtime, Pin::new(&mut task.work), &task.waker) {
+            Poll::Ready(outcome) => finish(py, task.then, outcome),
+            Poll::Pending => self.park(id, task),
         }
     }
 
-    /// The awaiting Python task gave up on task `id`: see [`Cancel`].
+    /// The awaiting Python task gave up on task `id`: see [`Cancel`]. A
+    /// call with a token has it fired and runs on to leave the line, still
+    /// answering its future (at once on the embedded store).
     fn cancelled(&self, py: Python<'_>, id: u64) {
         let task = self.tasks().remove(&id);
         let Some(mut task) = task else {
             return;
         };
-        let Cancel::Token(token) = &task.cancel else {
+        if !matches!(task.cancel, Cancel::Token(_)) {
             return release(task);
-        };
-        token.cancel();
-        task.cancel = Cancel::Shield;
-        match poll_now(&self.runtime, task.work.as_mut(), &task.waker) {
-            Poll::Ready(convert) => finish(py, task.then, convert),
-            Poll::Pending => self.keep(id, task),
+        }
+        task.cancel.give_up();
+        task.cancel = Cancel::RunOn;
+        match poll_here(&self.runtime, Pin::new(&mut task.work), &task.waker) {
+            Poll::Ready(outcome) => finish(py, task.then, outcome),
+            Poll::Pending => self.park(id, task),
         }
     }
 
-    /// Stops keeping the task `id`: drops it, or moves it to the runtime if shielded.
+    /// Unparks the task `id` and lets it go ([`release`]).
     pub fn forget(&self, id: u64) {
         // Taken out first: dropping it may run Python code that calls back here.
         let task = self.tasks().remove(&id);
@@ -235,13 +232,10 @@ impl Drop for LoopDriver {
     }
 }
 
-/// Lets go of a task nobody waits for; shielded work runs on to its end,
-/// and a cancellable call is cancelled and runs on to leave the line.
+/// Lets go of a task nobody waits for, as its [`Cancel`] says: dropped,
+/// or moved to the runtime to run on to its end (its token fired first).
 fn release(task: Task) {
-    if let Cancel::Token(token) = &task.cancel {
-        token.cancel();
-    }
-    if !matches!(task.cancel, Cancel::Drop) {
+    if task.cancel.give_up() {
         let work = task.work;
         runtime::handle().spawn(async move {
             drop(work.await);
@@ -249,7 +243,15 @@ fn release(task: Task) {
     }
 }
 
-fn finish(py: Python<'_>, then: Then, convert: Convert) {
+/// The Python object of a finished task's outcome, or its exception.
+fn answer(py: Python<'_>, outcome: leasehold::Result<Convert>) -> PyResult<Bound<'_, PyAny>> {
+    outcome
+        .map_err(|e| errors::to_py(py, e))
+        .and_then(|convert| convert(py))
+}
+
+/// Does what `then` says with a finished task's outcome.
+fn finish(py: Python<'_>, then: Then, outcome: leasehold::Result<Convert>) {
     match then {
         Then::Resolve { future, hook } => {
             let future = future.bind(py);
@@ -265,10 +267,10 @@ fn finish(py: Python<'_>, then: Then, convert: Convert) {
                 // Done, it needs no hook: spare the loop a call.
                 let _ = future.call_method1(pyo3::intern!(py, "remove_done_callback"), (hook,));
             }
-            let _ = settle(py, future, convert(py));
+            let _ = settle(py, future, answer(py, outcome));
         }
         Then::Call(callback) => {
-            if let Ok(value) = convert(py) {
+            if let Ok(value) = answer(py, outcome) {
                 if let Err(e) = callback.call1(py, (value,)) {
                     e.write_unraisable(py, None);
                 }
@@ -277,6 +279,7 @@ fn finish(py: Python<'_>, then: Then, convert: Convert) {
     }
 }
 
+/// Sets `answer` as the result, or the exception, of the asyncio `future`.
 fn settle<'py>(
     py: Python<'py>,
     future: &Bound<'py, PyAny>,
@@ -321,6 +324,7 @@ thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
 }
 
+/// The thread's running asyncio loop; `InvalidArgument` without one.
 fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     GET_RUNNING_LOOP
@@ -370,43 +374,19 @@ fn current(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Py<LoopDriver>)> {
     Ok((event_loop, driver))
 }
 
-fn converted<T>(out: leasehold::Result<T>) -> Convert
+/// A core future's value, to be made a Python object on the loop's thread.
+fn converted<T>(value: T) -> Convert
 where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    Box::new(move |py| match out {
-        Ok(value) => value.into_bound_py_any(py),
-        Err(e) => Err(errors::to_py(py, e)),
-    })
-}
-
-/// Polls `work` once, in the context of `runtime`, with `waker`. A panic of
-/// the core (a bug) becomes its `Internal` error rather than a task that
-/// never ends (ERR-03).
-fn poll_now(
-    runtime: &Handle,
-    work: Pin<&mut (dyn Future<Output = Convert> + Send)>,
-    waker: &Waker,
-) -> Poll<Convert> {
-    let _context = runtime.enter();
-    std::panic::catch_unwind(AssertUnwindSafe(|| {
-        work.poll(&mut Context::from_waker(waker))
-    }))
-    .unwrap_or_else(|_| {
-        Poll::Ready(Box::new(|py| {
-            Err(errors::error(
-                py,
-                ErrorKind::Internal,
-                "a Leasehold call panicked",
-            ))
-        }))
-    })
+    Box::new(move |py| value.into_bound_py_any(py))
 }
 
 /// An asyncio awaitable of the core future `fut` (see the module's doc);
 /// `cancel` says what cancelling the awaiting task does to it. With `on`,
 /// the future runs as a task of that runtime instead (a test store's, see
-/// `testing`).
+/// `testing`), which the loop only waits for (the bridge's
+/// `Spawned::on_task`).
 pub fn awaitable<'py, F, T>(
     py: Python<'py>,
     on: Option<&Handle>,
@@ -419,51 +399,16 @@ where
 {
     match on {
         Some(runtime) => {
-            let keep = !matches!(cancel, Cancel::Drop);
-            bridge(py, SpawnedCall::spawn(runtime, fut, keep), cancel)
+            let task = Spawned::on_task(runtime.clone(), cancel.clone(), fut);
+            on_loop(py, task, cancel)
         }
-        None => bridge(py, fut, cancel),
+        None => on_loop(py, fut, cancel),
     }
 }
 
-/// A core future run as a task of another runtime; dropped, it aborts the
-/// task unless told to let it run on.
-struct SpawnedCall<T> {
-    task: tokio::task::JoinHandle<leasehold::Result<T>>,
-    run_on: bool,
-}
-
-impl<T: Send + 'static> SpawnedCall<T> {
-    fn spawn<F>(runtime: &Handle, fut: F, run_on: bool) -> SpawnedCall<T>
-    where
-        F: Future<Output = leasehold::Result<T>> + Send + 'static,
-    {
-        SpawnedCall {
-            task: runtime.spawn(fut),
-            run_on,
-        }
-    }
-}
-
-impl<T> Future for SpawnedCall<T> {
-    type Output = leasehold::Result<T>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.task)
-            .poll(cx)
-            .map(|joined| joined.unwrap_or_else(|e| Err(runtime::lost_task(e))))
-    }
-}
-
-impl<T> Drop for SpawnedCall<T> {
-    fn drop(&mut self) {
-        if !self.run_on {
-            self.task.abort();
-        }
-    }
-}
-
-fn bridge<'py, F, T>(py: Python<'py>, fut: F, cancel: Cancel) -> PyResult<Bound<'py, PyAny>>
+/// [`awaitable`] of `fut` polled on the running loop's thread: at once,
+/// then parked with the loop's driver until it is done.
+fn on_loop<'py, F, T>(py: Python<'py>, fut: F, cancel: Cancel) -> PyResult<Bound<'py, PyAny>>
 where
     F: Future<Output = leasehold::Result<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
@@ -471,14 +416,14 @@ where
     let (event_loop, driver) = current(py)?;
     let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
     let (id, waker) = driver.get().waker();
-    let mut work: Work = Box::pin(async move { converted(fut.await) });
-    if let Poll::Ready(convert) = poll_now(&driver.get().runtime, work.as_mut(), &waker) {
-        settle(py, &future, convert(py))?;
+    let mut work: Work = Caught::new(Box::pin(async move { fut.await.map(converted) }));
+    if let Poll::Ready(outcome) = poll_here(&driver.get().runtime, Pin::new(&mut work), &waker) {
+        settle(py, &future, answer(py, outcome))?;
         return Ok(future);
     }
-    // Shielded work runs on whether or not anybody waits: it needs no hook.
+    // Work that runs on whether or not anybody waits needs no hook.
     let hook = match cancel {
-        Cancel::Shield => None,
+        Cancel::RunOn => None,
         Cancel::Drop | Cancel::Token(_) => {
             let hook = CancelHook {
                 driver: driver.clone_ref(py),
@@ -501,13 +446,13 @@ where
         },
         cancel,
     };
-    driver.get().keep(id, task);
+    driver.get().park(id, task);
     Ok(future)
 }
 
-/// A watch kept by the running loop: calls `callback(value)` on the loop's
-/// thread when `fut` completes (on the loop's next turn if it is complete
-/// already), unless [`Watch::stop`] came first.
+/// A watch parked with the running loop's driver: calls `callback(value)`
+/// on the loop's thread when `fut` completes (on the loop's next turn if it
+/// is complete already), unless [`Watch::stop`] came first.
 pub fn watch<F, T>(py: Python<'_>, fut: F, callback: Py<PyAny>) -> PyResult<Watch>
 where
     F: Future<Output = T> + Send + 'static,
@@ -515,11 +460,12 @@ where
 {
     let (event_loop, driver) = current(py)?;
     let (id, waker) = driver.get().waker();
-    let mut work: Work = Box::pin(async move { converted(Ok(fut.await)) });
-    if let Poll::Ready(convert) = poll_now(&driver.get().runtime, work.as_mut(), &waker) {
+    let mut work: Work = Caught::new(Box::pin(async move { Ok(converted(fut.await)) }));
+    if let Poll::Ready(outcome) = poll_here(&driver.get().runtime, Pin::new(&mut work), &waker) {
         // Done already: called on the loop's next turn, not from inside the
         // caller (for a hold, once its block has begun, as a later loss is).
-        event_loop.call_method1(pyo3::intern!(py, "call_soon"), (callback, convert(py)?))?;
+        let value = answer(py, outcome)?;
+        event_loop.call_method1(pyo3::intern!(py, "call_soon"), (callback, value))?;
         return Ok(Watch { task: None });
     }
     let task = Task {
@@ -528,7 +474,7 @@ where
         then: Then::Call(callback),
         cancel: Cancel::Drop,
     };
-    driver.get().keep(id, task);
+    driver.get().park(id, task);
     Ok(Watch {
         task: Some((driver, id)),
     })
