@@ -2,8 +2,6 @@
 //! (`LOST`, `INVALID_TTL`, …), with `lossReason` on `LOST` errors. The JS
 //! layer turns them into `LeaseholdError` / `LostError`.
 
-use std::any::Any;
-
 use leasehold::{Error, ErrorKind};
 use napi::bindgen_prelude::{JsObjectValue, JsValue, Object};
 use napi::{Env, Status};
@@ -24,19 +22,6 @@ pub type Thrown = napi::Error<Code>;
 /// A core error, to throw: `code` is its JS code, `message` its message.
 pub(crate) fn thrown(e: Error) -> Thrown {
     napi::Error::new(Code(e.kind().js_code()), e.message())
-}
-
-/// A Rust panic caught on the runtime, as an `Internal` core error.
-pub(crate) fn panicked(payload: Box<dyn Any + Send>) -> Error {
-    let text = payload
-        .downcast_ref::<String>()
-        .map(String::as_str)
-        .or_else(|| payload.downcast_ref::<&str>().copied())
-        .unwrap_or("a panic without a message");
-    Error::new(
-        ErrorKind::Internal,
-        format!("a bug in Leasehold (Rust panicked): {text}"),
-    )
 }
 
 /// The JS error a promise rejects with: an `Error` with `code`, and

@@ -8,6 +8,7 @@ use napi_derive::napi;
 use tokio::runtime::Handle;
 
 use crate::durations;
+use crate::errors::Thrown;
 use crate::kept::{Kept, LossCallback};
 use crate::promise::Eventually;
 
@@ -70,9 +71,10 @@ impl NativeHolding {
 
     /// Calls `on_lost(reason)` once if the lease is lost before the holding
     /// ends (LOCK-09). The callback is weak, and is let go when the holding ends.
+    /// One callback per holding: a second watch throws `INVALID_ARGUMENT`.
     #[napi(catch_unwind, ts_args_type = "onLost: (reason: string) => void")]
-    pub fn watch(&self, on_lost: LossCallback) {
-        self.kept.watch(on_lost);
+    pub fn watch(&self, on_lost: LossCallback) -> Result<(), Thrown> {
+        self.kept.watch(on_lost)
     }
 
     /// Releases the key (`Holding::end`): rejects `LOST` if the lease was lost

@@ -1,15 +1,18 @@
 //! `Kept`: the one wrapper of anything the core holds for JS (a key's
 //! `Holding` in `holding`, a slot's `SlotHolding` in `slot_holding`): the
-//! core's holding, kept until the JS side ends it once, and the watcher
-//! that tells the JS side of its loss until then.
+//! core's holding, kept until the JS side ends it once, and the one
+//! watcher that tells the JS side of its loss until then (LOCK-09: a
+//! second watch throws `INVALID_ARGUMENT`, the bridge's `LossWatch`).
 
 use std::sync::Mutex;
 
 use leasehold::{CancellationToken, Error, ErrorKind, Held, HeldView};
+use leasehold_bridge::LossWatch;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use tokio::runtime::Handle;
 
+use crate::errors::{thrown, Thrown};
 use crate::promise::{self, Eventually};
 
 /// The JS function told of a loss, with the reason (`"expired"`, `"revoked"`, …).
@@ -23,6 +26,8 @@ pub(crate) struct Kept<H: Held> {
     holding: Mutex<Option<H>>,
     /// Fired when the holding ends or is dropped: stops the loss watcher.
     done: CancellationToken,
+    /// Claimed by the first `watch`: a holding has one loss callback.
+    watched: LossWatch,
     runtime: Handle,
 }
 
@@ -33,6 +38,7 @@ impl<H: Held> Kept<H> {
             view: holding.view().clone(),
             holding: Mutex::new(Some(holding)),
             done: CancellationToken::new(),
+            watched: LossWatch::new(),
             runtime,
         }
     }
@@ -43,8 +49,10 @@ impl<H: Held> Kept<H> {
     }
 
     /// Calls `on_lost(reason)` once if the holding is lost before it ends.
-    /// The callback is weak, and is let go when the holding ends.
-    pub(crate) fn watch(&self, on_lost: LossCallback) {
+    /// The callback is weak, and is let go when the holding ends. One
+    /// callback per holding: a second watch throws `INVALID_ARGUMENT`.
+    pub(crate) fn watch(&self, on_lost: LossCallback) -> Result<(), Thrown> {
+        self.watched.claim().map_err(thrown)?;
         let done = self.done.clone();
         let view = self.view.clone();
         let lost = view.lost_signal();
@@ -58,6 +66,7 @@ impl<H: Held> Kept<H> {
                 }
             }
         });
+        Ok(())
     }
 
     /// Stops the loss watcher and ends the holding; rejects `CLOSED` if it

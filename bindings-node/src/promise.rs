@@ -7,16 +7,17 @@
 //! process runtime, or the test runtime of `leasehold/testing`'s stores)
 //! from the thread that woke it, so no runtime thread is woken just to
 //! poll it again, and the runtime settles the promise when it is done. The
-//! JS layer awaits either.
+//! JS layer awaits either. The first poll and the panic capture are the
+//! bridge's (`leasehold_bridge::poll_here`, `Caught`); the parking and the
+//! deferred promise are Node's own.
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Poll, Wake, Waker};
 
-use futures::FutureExt;
+use leasehold_bridge::{poll_here, Caught};
 use napi::bindgen_prelude::{Either, Object, ToNapiValue};
 use napi::{Env, JsDeferred};
 use tokio::runtime::Handle;
@@ -40,19 +41,15 @@ where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = leasehold::Result<T>> + Send + 'static,
 {
-    let mut work: Work<T> = Box::pin(AssertUnwindSafe(work).catch_unwind());
+    let mut work: Work<T> = Caught::new(Box::pin(work));
     let parked = Arc::new(Parked {
         runtime: runtime.clone(),
         woken: AtomicBool::new(false),
         slot: Mutex::new(None),
     });
-    let first = {
-        let _entered = runtime.enter();
-        let waker = Waker::from(parked.clone());
-        work.as_mut().poll(&mut Context::from_waker(&waker))
-    };
-    if let Poll::Ready(outcome) = first {
-        return match flatten(outcome) {
+    let waker = Waker::from(parked.clone());
+    if let Poll::Ready(outcome) = poll_here(runtime, Pin::new(&mut work), &waker) {
+        return match outcome {
             Ok(value) => Ok(Either::A(value)),
             Err(e) => Err(errors::rejection(env, &e)),
         };
@@ -62,9 +59,8 @@ where
     Ok(Either::B(promise))
 }
 
-/// The work of an export, with a panic caught.
-type Work<T> =
-    Pin<Box<dyn Future<Output = std::thread::Result<leasehold::Result<T>>> + Send + 'static>>;
+/// The work of an export, whose panic is its `Internal` error.
+type Work<T> = Caught<dyn Future<Output = leasehold::Result<T>> + Send + 'static>;
 
 /// The promise of a work, settled on the JS thread with its outcome.
 type Settle<T> = JsDeferred<T, Box<dyn FnOnce(Env) -> napi::Result<T> + Send>>;
@@ -92,7 +88,7 @@ impl<T: ToNapiValue + Send + 'static> Parked<T> {
     /// Drives the work to its end on the runtime and settles its promise.
     fn run(&self, work: Work<T>, deferred: Settle<T>) {
         self.runtime.spawn(async move {
-            let outcome = flatten(work.await);
+            let outcome = work.await;
             deferred.resolve(Box::new(move |env| {
                 outcome.map_err(|e| errors::rejection(&env, &e))
             }));
@@ -112,13 +108,6 @@ impl<T: ToNapiValue + Send + 'static> Wake for Parked<T> {
             self.run(work, deferred);
         }
     }
-}
-
-/// A panic caught while the work ran, as an `Internal` error.
-fn flatten<T>(
-    outcome: Result<leasehold::Result<T>, Box<dyn std::any::Any + Send>>,
-) -> leasehold::Result<T> {
-    outcome.unwrap_or_else(|panic| Err(errors::panicked(panic)))
 }
 
 /// The runtime of the stores `memory()` and `connect()` open: the core's,

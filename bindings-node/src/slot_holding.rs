@@ -107,9 +107,10 @@ impl NativeSlotHolding {
 
     /// Calls `on_lost(reason)` once if the slot is lost before the holding
     /// ends. The callback is weak, and is let go when the holding ends.
+    /// One callback per holding: a second watch throws `INVALID_ARGUMENT`.
     #[napi(catch_unwind, ts_args_type = "onLost: (reason: string) => void")]
-    pub fn watch(&self, on_lost: LossCallback) {
-        self.kept.watch(on_lost);
+    pub fn watch(&self, on_lost: LossCallback) -> Result<(), Thrown> {
+        self.kept.watch(on_lost)
     }
 
     /// Stops renewing and releases the slot with the largest timestamp

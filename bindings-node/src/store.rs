@@ -2,8 +2,8 @@
 //! leases, slot namespaces, ID generators and closing.
 
 use leasehold::give_up;
-use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
+use leasehold_bridge::options;
 use napi::bindgen_prelude::BigInt;
 use napi::Env;
 use napi_derive::napi;
@@ -90,20 +90,17 @@ pub fn connect<'env>(
     let cancel = cancel.map(Canceller::token);
     let runtime = promise::process_runtime();
     let connecting = async move {
-        let mut core = ConnectOptions {
+        let core = options::ConnectOptions {
             token: options.token,
-            ca_pem: options.ca_pem.map(String::into_bytes),
+            ca_pem: options.ca_pem,
             user: options.user,
             password: options.password,
-            client_cert_pem: options.client_cert_pem.map(String::into_bytes),
-            client_key_pem: options.client_key_pem.map(String::into_bytes),
+            client_cert_pem: options.client_cert_pem,
+            client_key_pem: options.client_key_pem,
             accept_old_etcd: options.accept_old_etcd.unwrap_or(false),
-            ..ConnectOptions::default()
+            connect_timeout: timeout?,
         };
-        if let Some(timeout) = timeout? {
-            core.connect_timeout = timeout;
-        }
-        Store::connect(&url, core).await
+        Store::connect(&url, core.into()).await
     };
     promise::spawn(env, &runtime.clone(), async move {
         let store = give_up::unless_given_up(
@@ -186,20 +183,13 @@ impl NativeStore {
         margin: Option<JsDuration>,
     ) -> Result<NativeLock, Thrown> {
         let open = || {
-            let mut builder = self.store.lock(&name);
-            if let Some(d) = durations::optional("ttl", ttl)? {
-                builder = builder.ttl(d);
-            }
-            if let Some(d) = durations::optional("maxHold", max_hold)? {
-                builder = builder.max_hold(d);
-            }
-            if let Some(d) = durations::optional("wait", wait)? {
-                builder = builder.wait(d);
-            }
-            if let Some(d) = durations::optional("margin", margin)? {
-                builder = builder.margin(d);
-            }
-            builder.open()
+            let options = options::LockOptions {
+                ttl: durations::optional("ttl", ttl)?,
+                max_hold: durations::optional("maxHold", max_hold)?,
+                wait: durations::optional("wait", wait)?,
+                margin: durations::optional("margin", margin)?,
+            };
+            options.open(&self.store, &name)
         };
         open()
             .map(|lock| NativeLock::new(lock, self.runtime.clone()))
@@ -212,26 +202,16 @@ impl NativeStore {
     #[napi(catch_unwind)]
     pub fn slots(&self, name: String, options: SlotsOptions) -> Result<NativeSlots, Thrown> {
         let open = || {
-            let mut builder = self.store.slots(&name);
-            if let Some(limit) = options.limit {
-                builder = builder.limit(limit);
-            }
-            if let Some(d) = durations::optional("ttl", options.ttl)? {
-                builder = builder.ttl(d);
-            }
-            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
-                builder = builder.tolerance(d);
-            }
-            if let Some(offset) = options.offset {
-                builder = builder.offset(offset);
-            }
-            if let Some(d) = durations::optional("margin", options.margin)? {
-                builder = builder.margin(d);
-            }
-            if let Some(d) = durations::optional("timeout", options.timeout)? {
-                builder = builder.timeout(d);
-            }
-            builder.open()
+            let options = options::SlotsOptions {
+                limit: options.limit,
+                ttl: durations::optional("ttl", options.ttl)?,
+                tolerance: durations::optional("tolerance", options.tolerance)?,
+                offset: options.offset,
+                margin: durations::optional("margin", options.margin)?,
+                timeout: durations::optional("timeout", options.timeout)?,
+                layout: None,
+            };
+            options.open(&self.store, &name)
         };
         open()
             .map(|slots| NativeSlots::new(slots, self.runtime.clone()))
@@ -256,35 +236,18 @@ impl NativeStore {
         cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, NativeIdGenerator>> {
         let configure = || {
-            let mut builder = self.store.ids(&name);
-            if let Some(layout) = layout {
-                builder = builder.layout(layout.layout());
-            }
-            if let Some(limit) = options.limit {
-                builder = builder.limit(limit);
-            }
-            if let Some(offset) = options.offset {
-                builder = builder.offset(offset);
-            }
-            if let Some(d) = durations::optional("ttl", options.ttl)? {
-                builder = builder.ttl(d);
-            }
-            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
-                builder = builder.tolerance(d);
-            }
-            if let Some(d) = durations::optional("timeout", options.timeout)? {
-                builder = builder.timeout(d);
-            }
-            if let Some(d) = durations::optional("maxLead", options.max_lead)? {
-                builder = builder.max_lead(d);
-            }
-            if let Some(key) = &options.owner_key {
-                builder = builder.owner_key(key);
-            }
-            if let Some(slot) = options.preferred {
-                builder = builder.preferred(slot);
-            }
-            Ok(builder)
+            let options = options::IdsOptions {
+                layout: layout.map(NativeIdLayout::layout),
+                limit: options.limit,
+                offset: options.offset,
+                ttl: durations::optional("ttl", options.ttl)?,
+                tolerance: durations::optional("tolerance", options.tolerance)?,
+                timeout: durations::optional("timeout", options.timeout)?,
+                max_lead: durations::optional("maxLead", options.max_lead)?,
+                owner_key: options.owner_key,
+                preferred: options.preferred,
+            };
+            Ok(options.builder(&self.store, &name))
         };
         let builder: leasehold::Result<_> = configure();
         let cancel = cancel.map(Canceller::token);

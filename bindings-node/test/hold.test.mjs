@@ -1,11 +1,13 @@
 // hold / tryHold through the Node binding, on the embedded store and on a
 // real server store process: lease.signal (LOCK-09), LostError after a
 // resolved function (LOCK-10), release on every exit path (LOCK-11),
-// tryHold (LOCK-17), AbortSignal and wait while waiting (LOCK-18), and the
-// rest of the binding-level LOCK contracts.
+// tryHold (LOCK-17), AbortSignal and wait while waiting (LOCK-18), one
+// loss callback per holding (LOCK-09), and the rest of the binding-level
+// LOCK contracts.
 
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { createRequire } from 'node:module'
 import { after, before, describe, test } from 'node:test'
 
 import { connect, LeaseholdError, LostError, memory } from 'leasehold'
@@ -225,6 +227,39 @@ function holdSuite(/** @type {string} */ kind, /** @type {() => Promise<any>} */
 }
 
 holdSuite('embedded', async () => memory())
+
+// LOCK-09: a holding (a key's, a slot's) has one loss callback: the addon's
+// second watch of it throws INVALID_ARGUMENT rather than start a second
+// watcher, and the library itself watches once however often a function
+// reads its signal.
+test('LOCK-09 a second watch of the same holding throws INVALID_ARGUMENT', async () => {
+  const native = createRequire(import.meta.url)('../lib/native.js')
+  const store = native.memory()
+  const key = await store.lock('watched', null, null, null, null).begin('k', null, null)
+  const slots = store.slots('watched', { limit: 1 })
+  const slot = await slots.begin(native.owner('o', null), null, null)
+  for (const holding of [key, slot]) {
+    assert.ok(holding !== null)
+    holding.watch(() => {})
+    assert.throws(
+      () => holding.watch(() => {}),
+      (/** @type {any} */ e) => {
+        assert.equal(e.code, 'INVALID_ARGUMENT')
+        assert.equal(e.message, 'the loss of this holding is watched already')
+        return true
+      },
+    )
+    await holding.end()
+  }
+  await store.close()
+
+  const library = memory()
+  const signals = await library
+    .lock('watched-once')
+    .hold('k', (lease) => [lease.signal, lease.signal])
+  assert.equal(signals[0], signals[1])
+  await library.close()
+})
 
 describe('hold on the server store', () => {
   const server = serverFixture()
