@@ -17,17 +17,17 @@ const { begin } = require('./run')
 class Lock {
   /** @type {NativeLock} */
   #native
-  /** @type {import('./run').Held} */
-  #held
+  /** @type {import('./run').Running} */
+  #running
 
   /**
    * Made by `store.lock`; not for callers.
    * @param {NativeLock} native
-   * @param {import('./run').Held} held what the store's functions hold
+   * @param {import('./run').Running} running the functions the store runs while they hold
    */
-  constructor(native, held) {
+  constructor(native, running) {
     this.#native = native
-    this.#held = held
+    this.#running = running
   }
 
   /** The lock's name. */
@@ -117,7 +117,7 @@ class Lock {
    */
   #holdKey(holding, fn, signal) {
     const loss = new LossSignal(holding, 'the lease')
-    return this.#held.run(holding, new Lease(holding, loss), loss, fn, signal)
+    return this.#running.run(holding, new Lease(holding, loss), loss, fn, signal)
   }
 }
 

@@ -136,11 +136,12 @@ async function run(holding, view, loss, fn, signal) {
 }
 
 /**
- * What a store's functions hold while they run (keys, slots), so that
- * closing the store can tell each function of its loss before `close()`
- * resolves: the core marks them lost before its close returns.
+ * The functions a store runs while they hold something (a key, a slot),
+ * each with its loss signal, so that closing the store can tell each
+ * function of its loss before `close()` resolves: the core marks them lost
+ * before its close returns.
  */
-class Held {
+class Running {
   /** @type {Set<LossSignal>} */
   #losses = new Set()
 
@@ -169,4 +170,4 @@ class Held {
   }
 }
 
-module.exports = { cancellable, begin, run, Held }
+module.exports = { cancellable, begin, run, Running }

@@ -226,17 +226,17 @@ class HeldSlot extends LossView {
 class Slots {
   /** @type {NativeSlots} */
   #native
-  /** @type {import('./run').Held} */
-  #held
+  /** @type {import('./run').Running} */
+  #running
 
   /**
    * Made by `store.slots`; not for callers.
    * @param {NativeSlots} native
-   * @param {import('./run').Held} held what the store's functions hold
+   * @param {import('./run').Running} running the functions the store runs while they hold
    */
-  constructor(native, held) {
+  constructor(native, running) {
     this.#native = native
-    this.#held = held
+    this.#running = running
   }
 
   /** The namespace's name. */
@@ -320,7 +320,7 @@ class Slots {
     )
     if (holding === null) return null
     const loss = new LossSignal(holding, 'the slot')
-    return this.#held.run(holding, new HeldSlot(holding, loss), loss, fn, signal)
+    return this.#running.run(holding, new HeldSlot(holding, loss), loss, fn, signal)
   }
 
   /**

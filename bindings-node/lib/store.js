@@ -7,7 +7,7 @@ const native = require('./native')
 const args = require('./args')
 const { fromNative } = require('./errors')
 const { Lock } = require('./lock')
-const { cancellable, Held } = require('./run')
+const { cancellable, Running } = require('./run')
 const { ManualLease } = require('./manual')
 const { Slots, MAX_U32 } = require('./slots')
 const { IdGenerator, IdLayout } = require('./ids')
@@ -21,8 +21,8 @@ const { IdGenerator, IdLayout } = require('./ids')
 class Store {
   /** @type {NativeStore} */
   #native
-  /** The keys its locks hold while their functions run. */
-  #held = new Held()
+  /** The functions its locks and slot namespaces run while they hold. */
+  #running = new Running()
 
   /**
    * Made by `memory()` and `connect()`; not for callers.
@@ -48,7 +48,7 @@ class Store {
     const wait = args.duration('wait', given.wait)
     const margin = args.duration('margin', given.margin)
     try {
-      return new Lock(this.#native.lock(name, ttl, maxHold, wait, margin), this.#held)
+      return new Lock(this.#native.lock(name, ttl, maxHold, wait, margin), this.#running)
     } catch (error) {
       throw fromNative(error)
     }
@@ -85,7 +85,7 @@ class Store {
     const timeout = args.duration('timeout', given.timeout)
     try {
       const chosen = present({ limit, ttl, tolerance, offset, margin, timeout })
-      return new Slots(this.#native.slots(name, chosen), this.#held)
+      return new Slots(this.#native.slots(name, chosen), this.#running)
     } catch (error) {
       throw fromNative(error)
     }
@@ -214,7 +214,7 @@ class Store {
     } catch (error) {
       throw fromNative(error)
     }
-    this.#held.closed()
+    this.#running.closed()
   }
 }
 
