@@ -8,7 +8,7 @@ use leasehold::idgen::IdLayout;
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, ManualLease, Store};
 
-use leasehold_bridge::Cancel;
+use leasehold_bridge::{options, Cancel};
 
 use crate::calls;
 use crate::durations;
@@ -86,19 +86,17 @@ pub async fn connect(
     options: NativeConnectOptions,
 ) -> Result<Arc<NativeStore>, NativeError> {
     calls::cancellable(|cancel| async move {
-        let mut core = ConnectOptions {
+        let core: ConnectOptions = options::ConnectOptions {
             token: options.token,
-            ca_pem: options.ca_pem.map(String::into_bytes),
+            ca_pem: options.ca_pem,
             user: options.user,
             password: options.password,
-            client_cert_pem: options.client_cert_pem.map(String::into_bytes),
-            client_key_pem: options.client_key_pem.map(String::into_bytes),
+            client_cert_pem: options.client_cert_pem,
+            client_key_pem: options.client_key_pem,
             accept_old_etcd: options.accept_old_etcd,
-            ..ConnectOptions::default()
-        };
-        if let Some(timeout) = durations::optional("connectTimeout", options.connect_timeout)? {
-            core.connect_timeout = timeout;
+            connect_timeout: durations::optional("connectTimeout", options.connect_timeout)?,
         }
+        .into();
         let connecting = async move { Store::connect(&url, core).await };
         let store = give_up::unless_given_up(
             Some(cancel),
@@ -185,23 +183,13 @@ impl NativeStore {
         wait: Option<i64>,
         margin: Option<i64>,
     ) -> Result<Arc<NativeLock>, NativeError> {
-        let open = || {
-            let mut builder = self.store.lock(&name);
-            if let Some(d) = durations::optional("ttl", ttl)? {
-                builder = builder.ttl(d);
-            }
-            if let Some(d) = durations::optional("maxHold", max_hold)? {
-                builder = builder.max_hold(d);
-            }
-            if let Some(d) = durations::optional("wait", wait)? {
-                builder = builder.wait(d);
-            }
-            if let Some(d) = durations::optional("margin", margin)? {
-                builder = builder.margin(d);
-            }
-            builder.open()
+        let options = options::LockOptions {
+            ttl: durations::optional("ttl", ttl)?,
+            max_hold: durations::optional("maxHold", max_hold)?,
+            wait: durations::optional("wait", wait)?,
+            margin: durations::optional("margin", margin)?,
         };
-        Ok(NativeLock::new(open()?))
+        Ok(NativeLock::new(options.open(&self.store, &name)?))
     }
 
     /// Takes the manual lease `name` for `ttl` nanoseconds (else the default
@@ -264,32 +252,16 @@ impl NativeStore {
         name: String,
         options: NativeSlotsOptions,
     ) -> Result<Arc<NativeSlots>, NativeError> {
-        let open = || {
-            let mut b = self.store.slots(&name);
-            if let Some(limit) = options.limit {
-                b = b.limit(limit);
-            }
-            if let Some(d) = durations::optional("ttl", options.ttl)? {
-                b = b.ttl(d);
-            }
-            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
-                b = b.tolerance(d);
-            }
-            if let Some(offset) = options.offset {
-                b = b.offset(offset);
-            }
-            if let Some(d) = durations::optional("margin", options.margin)? {
-                b = b.margin(d);
-            }
-            if let Some(d) = durations::optional("timeout", options.timeout)? {
-                b = b.timeout(d);
-            }
-            if let Some(layout) = options.layout {
-                b = b.layout(IdLayout::try_from(layout)?);
-            }
-            b.open()
+        let options = options::SlotsOptions {
+            limit: options.limit,
+            ttl: durations::optional("ttl", options.ttl)?,
+            tolerance: durations::optional("tolerance", options.tolerance)?,
+            offset: options.offset,
+            margin: durations::optional("margin", options.margin)?,
+            timeout: durations::optional("timeout", options.timeout)?,
+            layout: options.layout.map(IdLayout::try_from).transpose()?,
         };
-        Ok(NativeSlots::new(open()?))
+        Ok(NativeSlots::new(options.open(&self.store, &name)?))
     }
 
     /// Opens an ID generator on a slot of namespace `name` (IDGEN): fails
@@ -302,35 +274,19 @@ impl NativeStore {
     ) -> Result<Arc<NativeIdGenerator>, NativeError> {
         let store = self.store.clone();
         calls::spawn(Cancel::Drop, async move {
-            let mut b = store.ids(&name);
-            if let Some(layout) = options.layout {
-                b = b.layout(IdLayout::try_from(layout)?);
-            }
-            if let Some(limit) = options.limit {
-                b = b.limit(limit);
-            }
-            if let Some(offset) = options.offset {
-                b = b.offset(offset);
-            }
-            if let Some(d) = durations::optional("ttl", options.ttl)? {
-                b = b.ttl(d);
-            }
-            if let Some(d) = durations::optional("tolerance", options.tolerance)? {
-                b = b.tolerance(d);
-            }
-            if let Some(d) = durations::optional("timeout", options.timeout)? {
-                b = b.timeout(d);
-            }
-            if let Some(d) = durations::optional("maxLead", options.max_lead)? {
-                b = b.max_lead(d);
-            }
-            if let Some(key) = &options.owner_key {
-                b = b.owner_key(key);
-            }
-            if let Some(slot) = options.preferred {
-                b = b.preferred(slot);
-            }
-            Ok(NativeIdGenerator::new(b.open().await?))
+            let options = options::IdsOptions {
+                layout: options.layout.map(IdLayout::try_from).transpose()?,
+                limit: options.limit,
+                offset: options.offset,
+                ttl: durations::optional("ttl", options.ttl)?,
+                tolerance: durations::optional("tolerance", options.tolerance)?,
+                timeout: durations::optional("timeout", options.timeout)?,
+                max_lead: durations::optional("maxLead", options.max_lead)?,
+                owner_key: options.owner_key,
+                preferred: options.preferred,
+            };
+            let ids = options.builder(&store, &name).open().await?;
+            Ok(NativeIdGenerator::new(ids))
         })
         .await
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use leasehold::idgen::{IdGenerator, IdLayout, IdParts};
 use leasehold::{CancellationToken, Error, ErrorKind, Result, Store};
+use leasehold_bridge::options::IdsOptions;
 use tokio::runtime::Handle;
 
 use crate::call::{block_on, given_up_or, not_in_runtime, or_cancelled, run};
@@ -310,34 +311,18 @@ unsafe fn open(
     let owner_key = unsafe { input::optional_string("owner key", o.owner_key, o.owner_key_len) }?;
     let store = handles::get::<OnRuntime<Store>>(store.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
-    let mut b = store.value.ids(&name);
-    if o.has_layout {
-        b = b.layout(o.layout.into());
-    }
-    if o.has_limit {
-        b = b.limit(o.limit);
-    }
-    if o.has_offset {
-        b = b.offset(o.offset);
-    }
-    if o.has_ttl {
-        b = b.ttl(input::duration("ID slot ttl", o.ttl_ns)?);
-    }
-    if o.has_tolerance {
-        b = b.tolerance(input::duration("ID slot tolerance", o.tolerance_ns)?);
-    }
-    if o.has_timeout {
-        b = b.timeout(input::duration("ID slot timeout", o.timeout_ns)?);
-    }
-    if o.has_max_lead {
-        b = b.max_lead(input::duration("ID max lead", o.max_lead_ns)?);
-    }
-    if let Some(key) = owner_key {
-        b = b.owner_key(&key);
-    }
-    if o.has_preferred {
-        b = b.preferred(o.preferred);
-    }
+    let options = IdsOptions {
+        layout: input::given(o.has_layout, o.layout.into()),
+        limit: input::given(o.has_limit, o.limit),
+        offset: input::given(o.has_offset, o.offset),
+        ttl: input::given_duration("ID slot ttl", o.has_ttl, o.ttl_ns)?,
+        tolerance: input::given_duration("ID slot tolerance", o.has_tolerance, o.tolerance_ns)?,
+        timeout: input::given_duration("ID slot timeout", o.has_timeout, o.timeout_ns)?,
+        max_lead: input::given_duration("ID max lead", o.has_max_lead, o.max_lead_ns)?,
+        owner_key,
+        preferred: input::given(o.has_preferred, o.preferred),
+    };
+    let b = options.builder(&store.value, &name);
     let runtime = store.runtime;
     Ok((runtime.clone(), async move {
         let ids = given_up_or(b.open(), cancel).await?;

@@ -87,6 +87,17 @@ pub(crate) fn duration(what: &str, ns: i64) -> Result<Duration> {
     })
 }
 
+/// A duration given in nanoseconds if `has` says it is given, as
+/// [`duration`] checks it; `None` if not.
+pub(crate) fn given_duration(what: &str, has: bool, ns: i64) -> Result<Option<Duration>> {
+    has.then(|| duration(what, ns)).transpose()
+}
+
+/// `value` if `has` says it is given.
+pub(crate) fn given<T>(has: bool, value: T) -> Option<T> {
+    has.then_some(value)
+}
+
 /// Nanoseconds of a duration, saturating at `u64::MAX`.
 pub(crate) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use leasehold::{CancellationToken, HoldOptions, Holding, Lock, Result, Store};
+use leasehold_bridge::options::LockOptions;
 use tokio::runtime::Handle;
 
 use crate::call::{block_on, given_up_or, run};
@@ -80,21 +81,14 @@ pub unsafe extern "C" fn lh_lock_open(
         // SAFETY: passed on from the caller.
         let o = unsafe { input::options(options) };
         let store = handles::get::<OnRuntime<Store>>(store.id)?;
-        let mut b = store.value.lock(&name);
-        if o.has_ttl {
-            b = b.ttl(input::duration("ttl", o.ttl_ns)?);
-        }
-        if o.has_max_hold {
-            b = b.max_hold(input::duration("maxHold", o.max_hold_ns)?);
-        }
-        if o.has_wait {
-            b = b.wait(input::duration("wait", o.wait_ns)?);
-        }
-        if o.has_margin {
-            b = b.margin(input::duration("margin", o.margin_ns)?);
-        }
+        let options = LockOptions {
+            ttl: input::given_duration("ttl", o.has_ttl, o.ttl_ns)?,
+            max_hold: input::given_duration("maxHold", o.has_max_hold, o.max_hold_ns)?,
+            wait: input::given_duration("wait", o.has_wait, o.wait_ns)?,
+            margin: input::given_duration("margin", o.has_margin, o.margin_ns)?,
+        };
         let id = handles::insert(OnRuntime {
-            value: b.open()?,
+            value: options.open(&store.value, &name)?,
             runtime: store.runtime,
         });
         // SAFETY: passed on from the caller.

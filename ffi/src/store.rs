@@ -4,6 +4,7 @@ use std::future::Future;
 
 use leasehold::remote::ConnectOptions;
 use leasehold::{runtime, CancellationToken, Store};
+use leasehold_bridge::options;
 use tokio::runtime::Handle;
 
 use crate::call::{block_on, given_up_or, run};
@@ -99,7 +100,7 @@ impl Default for lh_connect_options {
 /// # Safety
 /// Each pointer of `o` must be NULL or point to its length in readable bytes.
 unsafe fn connect_options(o: &lh_connect_options) -> leasehold::Result<ConnectOptions> {
-    Ok(ConnectOptions {
+    Ok(options::ConnectOptions {
         // SAFETY: passed on from the caller.
         token: unsafe { input::optional_string("token", o.token, o.token_len) }?,
         // SAFETY: passed on from the caller.
@@ -117,8 +118,9 @@ unsafe fn connect_options(o: &lh_connect_options) -> leasehold::Result<ConnectOp
             input::optional_bytes("client_key_pem", o.client_key_pem, o.client_key_pem_len)
         }?,
         accept_old_etcd: o.accept_old_etcd,
-        ..ConnectOptions::default()
-    })
+        connect_timeout: None,
+    }
+    .into())
 }
 
 /// Connects to the store at `url`, blocking until connected: the server

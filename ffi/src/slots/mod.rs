@@ -11,6 +11,7 @@ use std::future::Future;
 use leasehold::names::MAX_NAME_BYTES;
 use leasehold::slots::{AcquireResult, Owner, SlotLease, Slots};
 use leasehold::{CancellationToken, Error, ErrorKind, Result, Store};
+use leasehold_bridge::options::SlotsOptions;
 
 use crate::call::{block_on, given_up_or, run};
 use crate::cancel::lh_cancel;
@@ -201,27 +202,17 @@ pub unsafe extern "C" fn lh_slots_open(
         // SAFETY: passed on from the caller.
         let o = unsafe { input::options(options) };
         let store = handles::get::<OnRuntime<Store>>(store.id)?;
-        let mut b = store.value.slots(&name);
-        if o.has_limit {
-            b = b.limit(o.limit);
-        }
-        if o.has_ttl {
-            b = b.ttl(input::duration("slot ttl", o.ttl_ns)?);
-        }
-        if o.has_tolerance {
-            b = b.tolerance(input::duration("slot tolerance", o.tolerance_ns)?);
-        }
-        if o.has_offset {
-            b = b.offset(o.offset);
-        }
-        if o.has_timeout {
-            b = b.timeout(input::duration("slot timeout", o.timeout_ns)?);
-        }
-        if o.has_margin {
-            b = b.margin(input::duration("slot margin", o.margin_ns)?);
-        }
+        let options = SlotsOptions {
+            limit: input::given(o.has_limit, o.limit),
+            ttl: input::given_duration("slot ttl", o.has_ttl, o.ttl_ns)?,
+            tolerance: input::given_duration("slot tolerance", o.has_tolerance, o.tolerance_ns)?,
+            offset: input::given(o.has_offset, o.offset),
+            margin: input::given_duration("slot margin", o.has_margin, o.margin_ns)?,
+            timeout: input::given_duration("slot timeout", o.has_timeout, o.timeout_ns)?,
+            layout: None,
+        };
         let id = handles::insert(OnRuntime {
-            value: b.open()?,
+            value: options.open(&store.value, &name)?,
             runtime: store.runtime,
         });
         // SAFETY: passed on from the caller.
