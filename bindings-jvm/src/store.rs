@@ -252,15 +252,11 @@ impl NativeStore {
         name: String,
         options: NativeSlotsOptions,
     ) -> Result<Arc<NativeSlots>, NativeError> {
-        let options = options::SlotsOptions {
-            limit: options.limit,
-            ttl: durations::optional("ttl", options.ttl)?,
-            tolerance: durations::optional("tolerance", options.tolerance)?,
-            offset: options.offset,
-            margin: durations::optional("margin", options.margin)?,
-            timeout: durations::optional("timeout", options.timeout)?,
+        let options = leasehold_bridge::slots_options!(
+            options,
             layout: options.layout.map(IdLayout::try_from).transpose()?,
-        };
+            durations::optional
+        );
         Ok(NativeSlots::new(options.open(&self.store, &name)?))
     }
 
@@ -274,17 +270,11 @@ impl NativeStore {
     ) -> Result<Arc<NativeIdGenerator>, NativeError> {
         let store = self.store.clone();
         calls::spawn(Cancel::Drop, async move {
-            let options = options::IdsOptions {
+            let options = leasehold_bridge::ids_options!(
+                options,
                 layout: options.layout.map(IdLayout::try_from).transpose()?,
-                limit: options.limit,
-                offset: options.offset,
-                ttl: durations::optional("ttl", options.ttl)?,
-                tolerance: durations::optional("tolerance", options.tolerance)?,
-                timeout: durations::optional("timeout", options.timeout)?,
-                max_lead: durations::optional("maxLead", options.max_lead)?,
-                owner_key: options.owner_key,
-                preferred: options.preferred,
-            };
+                durations::optional
+            );
             let ids = options.builder(&store, &name).open().await?;
             Ok(NativeIdGenerator::new(ids))
         })

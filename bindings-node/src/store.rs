@@ -202,15 +202,8 @@ impl NativeStore {
     #[napi(catch_unwind)]
     pub fn slots(&self, name: String, options: SlotsOptions) -> Result<NativeSlots, Thrown> {
         let open = || {
-            let options = options::SlotsOptions {
-                limit: options.limit,
-                ttl: durations::optional("ttl", options.ttl)?,
-                tolerance: durations::optional("tolerance", options.tolerance)?,
-                offset: options.offset,
-                margin: durations::optional("margin", options.margin)?,
-                timeout: durations::optional("timeout", options.timeout)?,
-                layout: None,
-            };
+            let options =
+                leasehold_bridge::slots_options!(options, layout: None, durations::optional);
             options.open(&self.store, &name)
         };
         open()
@@ -236,17 +229,11 @@ impl NativeStore {
         cancel: Option<&Canceller>,
     ) -> napi::Result<Eventually<'env, NativeIdGenerator>> {
         let configure = || {
-            let options = options::IdsOptions {
+            let options = leasehold_bridge::ids_options!(
+                options,
                 layout: layout.map(NativeIdLayout::layout),
-                limit: options.limit,
-                offset: options.offset,
-                ttl: durations::optional("ttl", options.ttl)?,
-                tolerance: durations::optional("tolerance", options.tolerance)?,
-                timeout: durations::optional("timeout", options.timeout)?,
-                max_lead: durations::optional("maxLead", options.max_lead)?,
-                owner_key: options.owner_key,
-                preferred: options.preferred,
-            };
+                durations::optional
+            );
             Ok(options.builder(&self.store, &name))
         };
         let builder: leasehold::Result<_> = configure();

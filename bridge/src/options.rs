@@ -153,6 +153,50 @@ impl IdsOptions {
     }
 }
 
+/// [`SlotsOptions`] from a binding's record whose fields bear the same
+/// names (`limit`, `ttl`, `tolerance`, `offset`, `margin`, `timeout`), for
+/// the bindings whose users write options in camelCase (Node, the JVM): each
+/// duration is read by `$duration(name, value)`, which returns
+/// `leasehold::Result<Option<Duration>>` and names it as those users write
+/// it; `$layout` is the namespace's layout, read already. A duration that
+/// fails returns from the calling function (`?`). Fields are moved out of
+/// `$record` one by one, so `$layout` may move its own field first.
+#[macro_export]
+macro_rules! slots_options {
+    ($record:ident, layout: $layout:expr, $duration:path) => {
+        $crate::options::SlotsOptions {
+            layout: $layout,
+            limit: $record.limit,
+            offset: $record.offset,
+            ttl: $duration("ttl", $record.ttl)?,
+            tolerance: $duration("tolerance", $record.tolerance)?,
+            margin: $duration("margin", $record.margin)?,
+            timeout: $duration("timeout", $record.timeout)?,
+        }
+    };
+}
+
+/// [`IdsOptions`] from a binding's record whose fields bear the same names
+/// (`limit`, `offset`, `ttl`, `tolerance`, `timeout`, `max_lead`,
+/// `owner_key`, `preferred`), read as [`slots_options!`] reads a slot
+/// namespace's (`max_lead` is named `maxLead`).
+#[macro_export]
+macro_rules! ids_options {
+    ($record:ident, layout: $layout:expr, $duration:path) => {
+        $crate::options::IdsOptions {
+            layout: $layout,
+            limit: $record.limit,
+            offset: $record.offset,
+            ttl: $duration("ttl", $record.ttl)?,
+            tolerance: $duration("tolerance", $record.tolerance)?,
+            timeout: $duration("timeout", $record.timeout)?,
+            max_lead: $duration("maxLead", $record.max_lead)?,
+            owner_key: $record.owner_key,
+            preferred: $record.preferred,
+        }
+    };
+}
+
 /// The options of a connection (`leasehold::ConnectOptions`), PEM as text
 /// or bytes, whichever the binding has.
 #[derive(Debug, Clone, Default)]

