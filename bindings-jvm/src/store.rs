@@ -86,16 +86,11 @@ pub async fn connect(
     options: NativeConnectOptions,
 ) -> Result<Arc<NativeStore>, NativeError> {
     calls::cancellable(|cancel| async move {
-        let core: ConnectOptions = options::ConnectOptions {
-            token: options.token,
-            ca_pem: options.ca_pem,
-            user: options.user,
-            password: options.password,
-            client_cert_pem: options.client_cert_pem,
-            client_key_pem: options.client_key_pem,
+        let core: ConnectOptions = leasehold_bridge::connect_options!(
+            options,
             accept_old_etcd: options.accept_old_etcd,
-            connect_timeout: durations::optional("connectTimeout", options.connect_timeout)?,
-        }
+            connect_timeout: durations::optional("connectTimeout", options.connect_timeout)?
+        )
         .into();
         let connecting = async move { Store::connect(&url, core).await };
         let store = give_up::unless_given_up(

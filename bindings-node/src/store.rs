@@ -90,16 +90,11 @@ pub fn connect<'env>(
     let cancel = cancel.map(Canceller::token);
     let runtime = promise::process_runtime();
     let connecting = async move {
-        let core = options::ConnectOptions {
-            token: options.token,
-            ca_pem: options.ca_pem,
-            user: options.user,
-            password: options.password,
-            client_cert_pem: options.client_cert_pem,
-            client_key_pem: options.client_key_pem,
+        let core = leasehold_bridge::connect_options!(
+            options,
             accept_old_etcd: options.accept_old_etcd.unwrap_or(false),
-            connect_timeout: timeout?,
-        };
+            connect_timeout: timeout?
+        );
         Store::connect(&url, core.into()).await
     };
     promise::spawn(env, &runtime.clone(), async move {

@@ -219,6 +219,26 @@ pub struct ConnectOptions<P = Vec<u8>> {
     pub connect_timeout: Option<Duration>,
 }
 
+/// [`ConnectOptions`] from a binding's record whose fields bear the same
+/// names (`token`, `ca_pem`, `user`, `password`, `client_cert_pem`,
+/// `client_key_pem`), with `accept_old_etcd` and `connect_timeout` as the
+/// binding reads them (its own default, its own duration type).
+#[macro_export]
+macro_rules! connect_options {
+    ($record:ident, accept_old_etcd: $accept:expr, connect_timeout: $timeout:expr) => {
+        $crate::options::ConnectOptions {
+            accept_old_etcd: $accept,
+            connect_timeout: $timeout,
+            token: $record.token,
+            ca_pem: $record.ca_pem,
+            user: $record.user,
+            password: $record.password,
+            client_cert_pem: $record.client_cert_pem,
+            client_key_pem: $record.client_key_pem,
+        }
+    };
+}
+
 impl<P: Into<Vec<u8>>> From<ConnectOptions<P>> for leasehold::ConnectOptions {
     fn from(o: ConnectOptions<P>) -> leasehold::ConnectOptions {
         let defaults = leasehold::ConnectOptions::default();

@@ -36,6 +36,7 @@ use leasehold::{
     CancellationToken, Error, ErrorKind, HoldOptions, Holding, Lease, Lock, ManualLease,
     MemoryOptions, Store,
 };
+use leasehold_bridge::options::LockOptions;
 use serde::Serialize;
 use tokio::task::JoinHandle;
 
@@ -311,32 +312,17 @@ enum Actor {
     Manual(Phase<ManualLease>),
 }
 
-/// How a lock was opened, to open it again on a new store.
+/// How a lock was opened, to open it again on a new store: its name and
+/// options, mapped onto the core's builder as every binding maps them.
 #[derive(Clone)]
 struct LockSpec {
     name: String,
-    ttl: Option<Duration>,
-    max_hold: Option<Duration>,
-    wait: Option<Duration>,
-    margin: Option<Duration>,
+    options: LockOptions,
 }
 
 impl LockSpec {
     fn open(&self, store: &Store) -> leasehold::Result<Lock> {
-        let mut b = store.lock(&self.name);
-        if let Some(d) = self.ttl {
-            b = b.ttl(d);
-        }
-        if let Some(d) = self.max_hold {
-            b = b.max_hold(d);
-        }
-        if let Some(d) = self.wait {
-            b = b.wait(d);
-        }
-        if let Some(d) = self.margin {
-            b = b.margin(d);
-        }
-        b.open()
+        self.options.clone().open(store, &self.name)
     }
 }
 
@@ -529,10 +515,12 @@ impl World {
                 let opened = (|| {
                     let spec = LockSpec {
                         name: name.clone().unwrap_or_else(|| lock.clone()),
-                        ttl: option_dur(ttl)?,
-                        max_hold: option_dur(max_hold)?,
-                        wait: option_dur(wait)?,
-                        margin: option_dur(margin)?,
+                        options: LockOptions {
+                            ttl: option_dur(ttl)?,
+                            max_hold: option_dur(max_hold)?,
+                            wait: option_dur(wait)?,
+                            margin: option_dur(margin)?,
+                        },
                     };
                     let opened = spec.open(&self.store)?;
                     Ok::<_, Error>((spec, opened))
