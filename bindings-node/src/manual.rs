@@ -1,4 +1,4 @@
-//! Manual leases: extended and released by the caller (seed 003).
+//! Manual leases: extended and released by the caller.
 
 use leasehold::give_up;
 use leasehold::ManualLease;

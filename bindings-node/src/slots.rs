@@ -1,4 +1,4 @@
-//! Slot leases (seed 002): a namespace of numbered slots on a store, the
+//! Slot leases: a namespace of numbered slots on a store, the
 //! owners that lease them and the leases. Which slot an acquire takes, and
 //! what a renewal or a release changes, is the core's
 //! (`leasehold::slots`); this module only translates values, errors and
