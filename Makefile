@@ -101,12 +101,12 @@ bench-embedded:
 
 # The ID generator on the embedded and the server store, next to Redis INCR
 # and etcd revisions as ID sources (docs/ids.md).
-bench-ids: etcd protoc
+bench-ids: etcd
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin ids
 
 # Leasehold's server store vs etcd and Redis on this machine (docs/benchmarks.md).
-bench-compare: etcd protoc
+bench-compare: etcd
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin compare
 

@@ -21,7 +21,9 @@ DIST_ENV = DIST=$(DIST) VERSION=$$(packaging/version.sh) CARGO="$(CARGO)" CARGO_
 TEST_STEPS += dist-test
 
 # maturin and auditwheel, which packaging/python.sh builds and checks the
-# wheel with, in a virtual environment of their own: `make setup`'s.
+# wheel with, in a virtual environment of their own: `make setup`'s; and a
+# wheelhouse with maturin's wheel, the build backend pip's isolated build of
+# the sdist installs (packaging/consumer/sdist.sh), so that it asks no index.
 PACKAGING_TOOLS := $(CARGO_TARGET_DIR)/packaging/python-tools
 PACKAGING_REQUIREMENTS := bindings-python/requirements-packaging.txt
 SETUP += $(PACKAGING_TOOLS)/requirements.txt
@@ -29,6 +31,8 @@ $(PACKAGING_TOOLS)/requirements.txt: $(PACKAGING_REQUIREMENTS)
 	rm -rf $(PACKAGING_TOOLS)
 	python3 -m venv $(PACKAGING_TOOLS)
 	$(PACKAGING_TOOLS)/bin/pip install -q --disable-pip-version-check -r $<
+	$(PACKAGING_TOOLS)/bin/pip download -q --disable-pip-version-check --only-binary :all: \
+		-d $(PACKAGING_TOOLS)/wheelhouse $$(grep '^maturin==' $<)
 	cp $< $@
 
 
@@ -38,7 +42,7 @@ dist: setup
 	@$(MAKE) --no-print-directory $(addprefix dist-,$(DIST_PARTS))
 	@packaging/sizes.sh $(DIST)
 
-$(addprefix dist-,$(DIST_PARTS)): dist-%: protoc go-toolchain
+$(addprefix dist-,$(DIST_PARTS)): dist-%: go-toolchain
 	packaging/version.sh >/dev/null
 	$(DIST_ENV) bash packaging/$*.sh
 
@@ -51,8 +55,9 @@ $(addprefix dist-,$(DIST_PARTS)): dist-%: protoc go-toolchain
 # `make dist` finds them built.
 .PHONY: dist-native
 dist-server dist-go dist-jvm: dist-native
-dist-native: protoc
+dist-native:
 	$(CARGO) build --locked --profile dist -p leasehold-server -p leasehold-ffi -p leasehold-jvm
 
 dist-test: dist
+	$(DIST_ENV) bash packaging/consumer/sdist.sh
 	$(DIST_ENV) bash packaging/consumer/run.sh

@@ -2,9 +2,9 @@
 # Included by the root Makefile.
 #   make etcd   etcd 3.6 built once from the Go module proxy (tools/etcd-server,
 #               whose go.mod pins the version; `make setup` builds it), and a
-#               check that Debian's etcd-server 3.4 is there
-#   protoc      a check that protoc, which etcd-client's build needs, is there
-#               (`make setup` installs both from Debian)
+#               check that Debian's etcd-server 3.4 is there (`make setup`
+#               installs it); etcd-client's protos are compiled by protox, so
+#               no build needs protoc (third_party/etcd-client/PATCHED.md)
 #   make etcd-cluster   the 3-member cluster the bindings' fault tests drive
 #               through stdin (etcd-tests/src/bin/etcd-cluster.rs)
 
@@ -16,10 +16,10 @@ export LEASEHOLD_ETCD_34 := /usr/bin/etcd
 # The cluster the bindings' tests of a member's death start.
 export LEASEHOLD_ETCD_CLUSTER := $(CARGO_TARGET_DIR)/debug/etcd-cluster
 
-APT_PACKAGES += protobuf-compiler etcd-server
+APT_PACKAGES += etcd-server
 SETUP += $(ETCD)
 
-.PHONY: etcd protoc etcd-cluster
+.PHONY: etcd etcd-cluster
 
 etcd: $(ETCD)
 	@test -x $(LEASEHOLD_ETCD_34) || { echo "no etcd 3.4 at $(LEASEHOLD_ETCD_34): run make setup"; exit 1; }
@@ -27,11 +27,8 @@ etcd: $(ETCD)
 $(ETCD): tools/etcd-server/go.mod tools/etcd-server/go.sum tools/etcd-server/main.go
 	cd tools/etcd-server && $(GO) build -trimpath -o $(LEASEHOLD_ETCD) .
 
-etcd-cluster: etcd protoc
+etcd-cluster: etcd
 	$(CARGO) build --locked -p etcd-tests --bin etcd-cluster
-
-protoc:
-	@command -v protoc >/dev/null 2>&1 || { echo "no protoc: run make setup"; exit 1; }
 
 # The demo's holders in every language on a 3-member etcd cluster, whose
 # leader is killed halfway through (demo/run.sh, DEMO_STORE=etcd).

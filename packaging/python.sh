@@ -4,7 +4,7 @@
 #   - one abi3 wheel (CPython 3.11 and later) for this platform, its native
 #     module built with the cargo profile `dist`, tagged with the lowest
 #     manylinux tag the glibc symbols it uses allow;
-#   - the sdist, which builds from source (with Rust and protoc) where no
+#   - the sdist, which builds from source (with Rust alone) where no
 #     wheel fits: the binding, the core crate it depends on by path, and the
 #     workspace's Cargo.lock.
 # Checks both (names, version $VERSION, tags with `auditwheel show`, the
