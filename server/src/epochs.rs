@@ -8,24 +8,27 @@
 //! or the new epoch on disk, never a torn or lost one. `DIR/lock` is locked
 //! for as long as the server runs, so two servers never share one directory.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use leasehold::fence::{next_wall_clock_epoch, EpochSource};
 use leasehold::{Error, ErrorKind};
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
 
 /// The name of the epoch file in the data directory.
 pub const EPOCH_FILE: &str = "epoch";
 const EPOCH_TMP: &str = "epoch.tmp";
 const LOCK_FILE: &str = "lock";
 
-/// The data directory of one running server, locked while this value lives.
+/// The data directory of one running server, locked while this value lives
+/// (an exclusive `flock` on `DIR/lock`, let go when the file closes).
 #[derive(Debug)]
 pub struct DataDir {
     path: PathBuf,
-    _lock: File,
+    _lock: Flock<File>,
 }
 
 impl DataDir {
@@ -40,16 +43,17 @@ impl DataDir {
             .write(true)
             .open(&lock_path)
             .with_context(|| format!("cannot open {}", lock_path.display()))?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => bail!(
+        let lock = match Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => locked,
+            Err((_, Errno::EWOULDBLOCK)) => bail!(
                 "the data directory {} is in use by another leasehold server",
                 path.display()
             ),
-            Err(TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("cannot lock {}", lock_path.display()))
+            Err((_, e)) => {
+                return Err(io::Error::from(e))
+                    .with_context(|| format!("cannot lock {}", lock_path.display()))
             }
-        }
+        };
         Ok(DataDir {
             path: path.to_owned(),
             _lock: lock,
