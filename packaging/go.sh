@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make dist-go`: the Go module of bindings-go/ as a module proxy in
 # $DIST/go (GOPROXY=file://$DIST/go), version v$VERSION, its zip carrying the
-# static library for linux/amd64 where link_static.go's #cgo flags look
-# (lib/linux_amd64/libleasehold_ffi.a). The library is built with the dist
-# profile by `make dist-native`, and its debug info stripped; the zip is
+# static library of each platform (packaging/platforms.sh) where
+# link_static.go's #cgo flags look (lib/linux_amd64/, lib/linux_arm64/). The
+# libraries are built with the dist profile by `make dist-native`, and their
+# debug info stripped; the zip is
 # made from a staging copy under $CARGO_TARGET_DIR by golang.org/x/mod/zip
 # (packaging/gomodule).
 # Env: DIST, VERSION, CARGO_TARGET_DIR and GO (default go).
@@ -11,8 +12,7 @@ set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
 GO=${GO:-go}
 cd "$(dirname "$0")/.."
-
-lib="$CARGO_TARGET_DIR/dist/libleasehold_ffi.a"
+. packaging/platforms.sh
 
 # The module's files as the checkout has them (not what .gitignore ignores,
 # so not the debug library of lib/), less the repository's own tools (the
@@ -25,9 +25,13 @@ mkdir -p "$stage"
   tar -C bindings-go --null -T - -cf - | tar -C "$stage" -xf -
 rm -rf "$stage/cmd" "$stage/scripts" "$stage/.gitignore"
 cp ffi/include/leasehold.h "$stage/locks/leasehold.h"
-mkdir -p "$stage/lib/linux_amd64"
-strip --strip-debug -o "$stage/lib/linux_amd64/libleasehold_ffi.a" "$lib"
-echo "go.sh: library $(du -h "$lib" | cut -f1) built, $(du -h "$stage/lib/linux_amd64/libleasehold_ffi.a" | cut -f1) without debug info"
+for arch in "${PLATFORMS[@]}"; do
+  lib="$(native_dir "$arch")/libleasehold_ffi.a"
+  into="$stage/lib/linux_$(go_arch "$arch")"
+  mkdir -p "$into"
+  "$(strip_tool "$arch")" --strip-debug -o "$into/libleasehold_ffi.a" "$lib"
+  echo "go.sh: $arch library $(du -h "$lib" | cut -f1) built, $(du -h "$into/libleasehold_ffi.a" | cut -f1) without debug info"
+done
 
 rm -rf "$DIST/go"
 mkdir -p "$DIST/go"

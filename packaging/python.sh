@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # `make dist-python`: builds into $DIST/python/ what would be published to
 # PyPI for the package `leasehold` (bindings-python/):
-#   - one abi3 wheel (CPython 3.11 and later) for this platform, its native
-#     module built with the cargo profile `dist`, tagged with the lowest
-#     manylinux tag the glibc symbols it uses allow;
-#   - the sdist, which builds from source (with Rust alone) where no
-#     wheel fits: the binding, the core crate it depends on by path, and the
-#     workspace's Cargo.lock.
-# Checks both (names, version $VERSION, tags with `auditwheel show`, the
-# sdist's contents) and fails if either is not what it should be. maturin
-# and auditwheel are those `make setup` installed from PyPI into a virtual
-# environment under $CARGO_TARGET_DIR (bindings-python/requirements-packaging.txt).
+#   - the sdist, by maturin, which builds from source (with Rust alone)
+#     where no wheel fits: the binding, the core crate it depends on by
+#     path, and the workspace's Cargo.lock;
+#   - one abi3 wheel (CPython 3.11 and later) for each platform
+#     (packaging/platforms.sh), tagged manylinux2014 (= manylinux_2_17):
+#     the sdist's Python package and metadata (maturin's PKG-INFO is the
+#     wheel's METADATA, the same text), with the native module `make
+#     dist-native` built for the platform beside every other native part
+#     (one build of their dependencies; built by maturin instead, each
+#     wheel rebuilt them all with its own features, about 3 minutes a
+#     platform), packed by pypa's `wheel pack`, which writes the RECORD.
+# Checks each (names, version $VERSION, tags with `auditwheel show`, glibc
+# symbols, the sdist's contents) and fails if one is not what it should
+# be. maturin, wheel and auditwheel are those `make setup` installed from
+# PyPI into a virtual environment under $CARGO_TARGET_DIR
+# (bindings-python/requirements-packaging.txt).
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
 root=$(cd "$(dirname "$0")/.." && pwd)
 manifest="$root/bindings-python/Cargo.toml"
+. "$root/packaging/platforms.sh"
 out="$DIST/python"
 fail() { echo "python.sh: $*" >&2; exit 1; }
 
@@ -31,54 +38,6 @@ cmp -s "$requirements" "$tools/requirements.txt" ||
 rm -rf "$out"
 mkdir -p "$out"
 
-# The wheel. `--auditwheel check` fails the build if the module needs a
-# shared library beyond what the manylinux policy allows.
-"$tools/bin/maturin" build --manifest-path "$manifest" --profile dist \
-  --auditwheel check --interpreter python3 --out "$out"
-arch=$(uname -m)
-shopt -s nullglob
-wheels=("$out"/*.whl)
-[ "${#wheels[@]}" = 1 ] || fail "expected one wheel in $out, found ${#wheels[@]}"
-wheel=${wheels[0]}
-name=$(basename "$wheel")
-case "$name" in
-  "leasehold-$VERSION-cp311-abi3-manylinux"*"_$arch.whl") ;;
-  *) fail "$name is not leasehold-$VERSION-cp311-abi3-manylinux…_$arch.whl" ;;
-esac
-show=$("$tools/bin/auditwheel" show "$wheel")
-tag=$(printf '%s' "$show" | tr -s '\n ' '  ' |
-  sed -n 's/.*consistent with the following platform tag: "\([^"]*\)".*/\1/p')
-[ -n "$tag" ] || fail "auditwheel show found no platform tag for $name: $show"
-case "$tag" in
-  manylinux*) ;;
-  *) fail "auditwheel show says $name is only $tag, not manylinux" ;;
-esac
-case "$name" in
-  *"-$tag.whl" | *"-$tag."* | *".$tag.whl" | *".$tag."*) ;;
-  *) fail "$name is not tagged $tag, the tag auditwheel show gives it" ;;
-esac
-"$tools/bin/python" - "$wheel" "$VERSION" <<'PY'
-import sys, zipfile
-
-wheel, version = sys.argv[1:]
-with zipfile.ZipFile(wheel) as z:
-    names = z.namelist()
-    info = f"leasehold-{version}.dist-info"
-    metadata = z.read(f"{info}/METADATA").decode()
-    tags = [line.split(": ", 1)[1] for line in z.read(f"{info}/WHEEL").decode().splitlines()
-            if line.startswith("Tag: ")]
-problems = []
-if f"Version: {version}" not in metadata.splitlines():
-    problems.append(f"METADATA does not say Version: {version}")
-if not tags or any(not t.startswith("cp311-abi3-manylinux") for t in tags):
-    problems.append(f"WHEEL tags {tags} are not all cp311-abi3-manylinux…")
-for needed in ("leasehold/__init__.py", "leasehold/py.typed", "leasehold/_native.abi3.so"):
-    if needed not in names:
-        problems.append(f"no {needed}")
-if problems:
-    sys.exit("python.sh: " + wheel + ": " + "; ".join(problems))
-PY
-
 # The sdist, and what it must hold to build without this repository.
 "$tools/bin/maturin" sdist --manifest-path "$manifest" --out "$out"
 sdist="$out/leasehold-$VERSION.tar.gz"
@@ -91,5 +50,69 @@ for needed in Cargo.toml Cargo.lock pyproject.toml PKG-INFO \
   grep -qx "leasehold-$VERSION/$needed" <<<"$contents" ||
     fail "$sdist has no leasehold-$VERSION/$needed"
 done
+sdist_dir="$CARGO_TARGET_DIR/wheels/sdist"
+rm -rf "$sdist_dir"
+mkdir -p "$sdist_dir"
+tar -xzf "$sdist" -C "$sdist_dir"
+sdist_dir="$sdist_dir/leasehold-$VERSION"
 
-echo "python.sh: $name (abi3, $tag), $(basename "$sdist"), in $out"
+# wheel ARCH: the platform's wheel, checked.
+wheel() {
+  local arch=$1
+  local built="$CARGO_TARGET_DIR/wheels/$arch"
+  local tree="$built/leasehold-$VERSION"
+  local info="$tree/leasehold-$VERSION.dist-info"
+  rm -rf "$built"
+  mkdir -p "$info"
+  cp -r "$sdist_dir/python/leasehold" "$tree/"
+  cp "$(native_dir "$arch")/lib_native.so" "$tree/leasehold/_native.abi3.so"
+  cp "$sdist_dir/PKG-INFO" "$info/METADATA"
+  printf '%s\n' "Wheel-Version: 1.0" "Generator: leasehold packaging/python.sh" "Root-Is-Purelib: false" \
+    "Tag: cp311-abi3-manylinux2014_$arch" "Tag: cp311-abi3-manylinux_2_17_$arch" >"$info/WHEEL"
+  SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) "$tools/bin/python" -m wheel pack "$tree" --dest-dir "$built" >/dev/null
+  shopt -s nullglob
+  local wheels=("$built"/*.whl)
+  shopt -u nullglob
+  [ "${#wheels[@]}" = 1 ] || fail "expected one $arch wheel, found ${#wheels[@]}"
+  local wheel=${wheels[0]} name
+  name=$(basename "$wheel")
+  case "$name" in
+    "leasehold-$VERSION-cp311-abi3-manylinux2014_$arch.manylinux_2_17_$arch.whl") ;;
+    *) fail "$name is not leasehold-$VERSION-cp311-abi3-manylinux2014_$arch.manylinux_2_17_$arch.whl" ;;
+  esac
+  local show tag
+  show=$("$tools/bin/auditwheel" show "$wheel")
+  tag=$(printf '%s' "$show" | tr -s '\n ' '  ' |
+    sed -n 's/.*consistent with the following platform tag: "\([^"]*\)".*/\1/p')
+  [ "$tag" = "manylinux_2_17_$arch" ] ||
+    fail "auditwheel show says $name is $tag, not manylinux_2_17_$arch: $show"
+  "$tools/bin/python" - "$wheel" "$VERSION" "$arch" <<'PY'
+import sys, zipfile
+
+wheel, version, arch = sys.argv[1:]
+with zipfile.ZipFile(wheel) as z:
+    names = z.namelist()
+    info = f"leasehold-{version}.dist-info"
+    metadata = z.read(f"{info}/METADATA").decode()
+    tags = [line.split(": ", 1)[1] for line in z.read(f"{info}/WHEEL").decode().splitlines()
+            if line.startswith("Tag: ")]
+problems = []
+if f"Version: {version}" not in metadata.splitlines():
+    problems.append(f"METADATA does not say Version: {version}")
+if not tags or any(not (t.startswith("cp311-abi3-manylinux") and t.endswith(arch)) for t in tags):
+    problems.append(f"WHEEL tags {tags} are not all cp311-abi3-manylinux…_{arch}")
+for needed in ("leasehold/__init__.py", "leasehold/py.typed", "leasehold/_native.abi3.so"):
+    if needed not in names:
+        problems.append(f"no {needed}")
+if problems:
+    sys.exit("python.sh: " + wheel + ": " + "; ".join(problems))
+PY
+  echo "python.sh: $name ($tag), its module needs GLIBC_$(check_glibc "$tree/leasehold/_native.abi3.so")"
+  cp "$wheel" "$out/"
+}
+
+for arch in "${PLATFORMS[@]}"; do
+  wheel "$arch"
+done
+
+echo "python.sh: $(cd "$out" && ls *.whl | tr '\n' ' ')and $(basename "$sdist"), in $out"

@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
-# `make dist-server`: the `leasehold` binary (server and CLI), built with the
-# dist profile by `make dist-native`, shipped as a tarball and as a Debian
-# package with a systemd unit (packaging/server/), into $DIST/server.
+# `make dist-server`: the `leasehold` binary (server and CLI) of each
+# platform (packaging/platforms.sh), built with the dist profile by
+# `make dist-native`, shipped as a tarball and as a Debian package with a
+# systemd unit (packaging/server/), into $DIST/server.
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/packaging/platforms.sh"
 out="$DIST/server"
 rm -rf "$out" && mkdir -p "$out"
 
-bin="$CARGO_TARGET_DIR/dist/leasehold"
-built=$("$bin" --version)
-[ "$built" = "leasehold $VERSION" ] || { echo "server.sh: the binary says '$built', not leasehold $VERSION" >&2; exit 1; }
+# package ARCH: the tarball and the .deb of one platform.
+package() {
+local arch=$1
+local bin glibc
+bin="$(native_dir "$arch")/leasehold"
+glibc=$(check_glibc "$bin")
+local built
+built=$(run_on "$arch" "$bin" --version)
+[ "$built" = "leasehold $VERSION" ] || { echo "server.sh: the $arch binary says '$built', not leasehold $VERSION" >&2; exit 1; }
 
-stage="$CARGO_TARGET_DIR/packaging/server"
+local stage="$CARGO_TARGET_DIR/packaging/server/$arch"
 rm -rf "$stage" && mkdir -p "$stage"
 
 # The tarball: bin/, the unit and the settings to copy, the docs.
-name="leasehold-$VERSION-x86_64-linux-gnu"
-t="$stage/$name"
+local name="leasehold-$VERSION-$arch-linux-gnu"
+local t="$stage/$name"
 install -D -m 0755 "$bin" "$t/bin/leasehold"
 install -D -m 0644 "$root/packaging/server/leasehold.service" "$t/share/leasehold/leasehold.service"
 install -D -m 0644 "$root/packaging/server/leasehold.toml" "$t/share/leasehold/leasehold.toml"
@@ -26,7 +34,7 @@ install -D -m 0644 "$root/docs/server.md" "$t/share/doc/leasehold/server.md"
 tar -C "$stage" --owner=0 --group=0 --sort=name -czf "$out/$name.tar.gz" "$name"
 
 # The Debian package, laid out as it installs.
-d="$stage/deb"
+local d="$stage/deb"
 install -D -m 0755 "$bin" "$d/usr/bin/leasehold"
 install -D -m 0644 "$root/packaging/server/leasehold.service" "$d/lib/systemd/system/leasehold.service"
 install -D -m 0644 "$root/packaging/server/leasehold.toml" "$d/etc/leasehold/leasehold.toml"
@@ -44,12 +52,11 @@ for script in postinst prerm postrm; do
   install -D -m 0755 "$root/packaging/server/$script" "$d/DEBIAN/$script"
 done
 echo /etc/leasehold/leasehold.toml >"$d/DEBIAN/conffiles"
-# The newest glibc symbol version the binary needs.
-glibc=$(objdump -T "$bin" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -n 1)
+# Depends on the newest glibc symbol version the binary needs (checked above).
 cat >"$d/DEBIAN/control" <<CONTROL
 Package: leasehold
 Version: $VERSION
-Architecture: amd64
+Architecture: $(deb_arch "$arch")
 Maintainer: Leasehold developers <leasehold@example.invalid>
 Section: net
 Priority: optional
@@ -63,4 +70,10 @@ Description: lease and lock server with fences that only grow
  systemd service leasehold.service, set up in /etc/leasehold/leasehold.toml.
  The same binary is the CLI: leasehold hold, leasehold ls.
 CONTROL
-dpkg-deb --root-owner-group --build "$d" "$out/leasehold_${VERSION}_amd64.deb" >/dev/null
+dpkg-deb --root-owner-group --build "$d" "$out/leasehold_${VERSION}_$(deb_arch "$arch").deb" >/dev/null
+echo "server.sh: $arch: $name.tar.gz and leasehold_${VERSION}_$(deb_arch "$arch").deb, the binary needs GLIBC_$glibc"
+}
+
+for arch in "${PLATFORMS[@]}"; do
+  package "$arch"
+done

@@ -7,6 +7,7 @@
 /** @type {Readonly<Record<string, string>>} */
 const platforms = Object.freeze({
   'linux-x64-gnu': '@leasehold/linux-x64-gnu',
+  'linux-arm64-gnu': '@leasehold/linux-arm64-gnu',
 })
 
 module.exports = platforms

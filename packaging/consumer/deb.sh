@@ -2,13 +2,15 @@
 # The Debian package of `make dist`, checked without installing it on this
 # machine: its metadata, its files, its systemd unit (systemd-analyze
 # verify, where systemd is), and its binary and shipped settings, which
-# must start a server (on a free loopback port and a scratch data dir).
+# must start a server (on a free loopback port and a scratch data dir): for
+# the platform ARCH (packaging/platforms.sh), under qemu for aarch64.
 set -euo pipefail
-deb=${1:?usage: deb.sh PACKAGE.deb SCRATCH}
-scratch=${2:?usage: deb.sh PACKAGE.deb SCRATCH}
+usage="usage: deb.sh ARCH PACKAGE.deb SCRATCH"
+arch=${1:?$usage} deb=${2:?$usage} scratch=${3:?$usage}
 : "${VERSION:?}"
+. "$(dirname "$0")/../platforms.sh"
 mkdir -p "$scratch"
-for field in Package:leasehold Version:"$VERSION" Architecture:amd64; do
+for field in Package:leasehold Version:"$VERSION" Architecture:"$(deb_arch "$arch")"; do
   got=$(dpkg-deb --field "$deb" "${field%%:*}")
   [ "$got" = "${field#*:}" ] || { echo "deb.sh: $field expected, the package says $got" >&2; exit 1; }
 done
@@ -18,17 +20,18 @@ for path in ./usr/bin/leasehold ./lib/systemd/system/leasehold.service ./etc/lea
 done
 dpkg-deb --extract "$deb" "$scratch/root"
 bin="$scratch/root/usr/bin/leasehold"
-[ "$("$bin" --version)" = "leasehold $VERSION" ]
+[ "$(run_on "$arch" "$bin" --version)" = "leasehold $VERSION" ]
 if command -v systemd-analyze >/dev/null; then
   # The unit names /usr/bin/leasehold; verify it against the extracted one.
   sed "s|/usr/bin/leasehold|$bin|" "$scratch/root/lib/systemd/system/leasehold.service" >"$scratch/leasehold.service"
   systemd-analyze verify "$scratch/leasehold.service"
 fi
 mkdir -p "$scratch/data"
-"$bin" serve --config "$scratch/root/etc/leasehold/leasehold.toml" --listen 127.0.0.1:0 \
+on "$arch"
+"${ON[@]}" "$bin" serve --config "$scratch/root/etc/leasehold/leasehold.toml" --listen 127.0.0.1:0 \
   --data-dir "$scratch/data" >"$scratch/out" 2>"$scratch/err" &
 pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   grep -q '^listening on ' "$scratch/out" && break
   sleep 0.1
 done

@@ -4,11 +4,18 @@
 # proxy `make dist-go` wrote ($DIST/go), with every Go cache inside $WORK_DIR
 # and no other proxy or checksum database, then runs the README's Go example
 # against the server at $LEASEHOLD_URL: one `fence N` line per hold. Needs Go
-# and a C compiler (cgo), no Rust.
+# and a C compiler (cgo), no Rust. For ARCH aarch64 the program is
+# cross-compiled (GOARCH=arm64, Debian's aarch64-linux-gnu-gcc) and runs
+# under qemu with the arm64 root folder's C library.
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${WORK_DIR:?}" "${LEASEHOLD_URL:?}"
 module=github.com/leasehold/leasehold-go
 GO=${GO:-go}
+ARCH=${ARCH:-x86_64}
+. "$(dirname "$0")/../platforms.sh"
+export GOARCH
+GOARCH=$(go_arch "$ARCH")
+[ "$ARCH" = x86_64 ] || export CC=$ARCH-linux-gnu-gcc
 
 # Only the file proxy, and no checksum database for the module (it is not
 # published, so sum.golang.org cannot know it): GONOSUMDB, not GOPRIVATE,
@@ -30,6 +37,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/leasehold/leasehold-go/locks"
@@ -43,6 +51,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
+	fmt.Printf("platform %s\n", runtime.GOARCH)
 	store, err := locks.Connect(ctx, os.Getenv("LEASEHOLD_URL"))
 	if err != nil {
 		return err
@@ -81,4 +90,4 @@ EOF
 "$GO" mod tidy >&2
 "$GO" vet . >&2
 "$GO" build -o consumer . >&2
-./consumer
+run_on "$ARCH" ./consumer

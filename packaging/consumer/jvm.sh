@@ -2,13 +2,22 @@
 # `make dist-test`, JVM (run by packaging/consumer/run.sh): a fresh Maven
 # project in $WORK_DIR depends on dev.leasehold:leasehold:$VERSION from the
 # repository `make dist-jvm` wrote ($DIST/jvm/repository), with a Maven
-# repository of its own under $WORK_DIR (Maven Central for the rest), builds
+# repository of its own, M2_REPO (default under $WORK_DIR; Maven Central for
+# the rest), builds
 # the README's Java example against it and runs it on the server at
 # $LEASEHOLD_URL with `java`: one `fence N` line per hold. Needs Java 17 and
-# Maven, no Rust.
+# Maven, no Rust. For ARCH aarch64, `java` is the arm64 root folder's
+# (Debian's openjdk-17-jre-headless), under qemu: JNA finds the jar's
+# linux-aarch64 library.
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${WORK_DIR:?}" "${LEASEHOLD_URL:?}"
 MVN=${MVN:-mvn}
+ARCH=${ARCH:-x86_64}
+. "$(dirname "$0")/../platforms.sh"
+case $ARCH in
+  x86_64) java=java ;;
+  aarch64) java=$ARM64_ROOT/usr/lib/jvm/java-17-openjdk-arm64/bin/java ;;
+esac
 mkdir -p "$WORK_DIR/consumer/src/main/java/example"
 cd "$WORK_DIR/consumer"
 
@@ -63,6 +72,7 @@ import java.util.Optional;
 
 public final class Main {
     public static void main(String[] args) {
+        System.out.println("platform " + System.getProperty("os.arch"));
         Store store = Leasehold.connect(System.getenv("LEASEHOLD_URL")).join();
         try {
             Lock summaries = store.lock("summaries", Duration.ofSeconds(30));
@@ -86,6 +96,6 @@ public final class Main {
 }
 EOF_JAVA
 
-flags=(-B -q -Dstyle.color=never -Dmaven.repo.local="$WORK_DIR/m2")
+flags=(-B -q -Dstyle.color=never -Dmaven.repo.local="${M2_REPO:-$WORK_DIR/m2}")
 "$MVN" "${flags[@]}" package dependency:build-classpath -Dmdep.outputFile=classpath.txt >&2
-java -cp "target/classes:$(cat classpath.txt)" example.Main
+run_on "$ARCH" "$java" -cp "target/classes:$(cat classpath.txt)" example.Main
