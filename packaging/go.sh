@@ -4,7 +4,7 @@
 # static library of each platform (packaging/platforms.sh) where
 # link_static.go's #cgo flags look (lib/linux_amd64/, lib/linux_arm64/). The
 # libraries are built with the dist profile by `make dist-native`, and their
-# debug info stripped; the zip is
+# debug info stripped, and each checked to link against glibc 2.17; the zip is
 # made from a staging copy under $CARGO_TARGET_DIR by golang.org/x/mod/zip
 # (packaging/gomodule).
 # Env: DIST, VERSION, CARGO_TARGET_DIR and GO (default go).
@@ -30,7 +30,15 @@ for arch in "${PLATFORMS[@]}"; do
   into="$stage/lib/linux_$(go_arch "$arch")"
   mkdir -p "$into"
   "$(strip_tool "$arch")" --strip-debug -o "$into/libleasehold_ffi.a" "$lib"
-  echo "go.sh: $arch library $(du -h "$lib" | cut -f1) built, $(du -h "$into/libleasehold_ffi.a" | cut -f1) without debug info"
+  # A static library's glibc symbols bind where a program links it. Every
+  # object of it, linked by zig against glibc GLIBC_FLOOR's symbols into a
+  # scratch shared library, must resolve there, at or below the floor.
+  linked="$CARGO_TARGET_DIR/go-dist/glibc-check-$arch.so"
+  "$CARGO_TARGET_DIR/packaging/python-tools/bin/python" -m ziglang cc -target "$arch-linux-gnu.$GLIBC_FLOOR" -shared \
+    -o "$linked" -Wl,--whole-archive "$into/libleasehold_ffi.a" -Wl,--no-whole-archive \
+    -lgcc_s -lutil -lrt -lpthread -lm -ldl
+  echo "go.sh: $arch library $(du -h "$lib" | cut -f1) built, $(du -h "$into/libleasehold_ffi.a" | cut -f1) without debug info, links at GLIBC_$(check_glibc "$linked")"
+  rm "$linked"
 done
 
 rm -rf "$DIST/go"

@@ -24,7 +24,7 @@ echo "native binaries (size, newest glibc symbol):"
 find "$unpacked" -type f \( -name '*.so' -o -name '*.node' -o -name 'leasehold' -o -name '*.a' \) -printf '%P\n' |
   sort | while read -r f; do
     case $f in
-      *.a) glibc="(static library: checked when linked)" ;;
+      *.a) glibc="(static: links at the floor, checked by go.sh)" ;;
       *) glibc="GLIBC_$(glibc_needed "$unpacked/$f")" ;;
     esac
     printf '  %-72s %8s  %s\n' "$f" "$(du -h "$unpacked/$f" | cut -f1)" "$glibc"
