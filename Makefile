@@ -9,6 +9,10 @@
 
 CARGO ?= cargo
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
+# No build may run protoc, though the machine may have one: every build the
+# Makefile runs (the core, the C ABI, the addon and the wheel from source,
+# make dist) finds a protoc that fails (tools/no-protoc).
+export PROTOC := $(CURDIR)/tools/no-protoc
 
 .PHONY: all setup setup-apt demo demo-embedded test check check-rust lint fmt-check clippy rustdoc \
 	rust-test coverage bench bench-embedded bench-compare bench-ids toolchain
