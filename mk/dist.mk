@@ -72,7 +72,7 @@ dist: setup
 
 $(addprefix dist-,$(DIST_PARTS)): dist-%: go-toolchain dist-compiler
 	packaging/version.sh >/dev/null
-	$(DIST_ENV) DIST_RUSTC=$(DEBIAN_RUSTC) bash packaging/$*.sh
+	$(DIST_ENV) bash packaging/$*.sh
 
 # The server, the Go module's static library, the jar's library, the Node
 # addon and the Python module, for both platforms, in one cargo invocation,

@@ -7,9 +7,9 @@
 // Leasehold workspace, so it needs a checkout of the repository (the
 // published package carries no Rust sources), and copies the library to
 // ./leasehold.node with the workspace's `dist` profile, the one the
-// published addon is built with. Uses CARGO_TARGET_DIR when set, so the
-// build shares the workspace's target folder (and `make dist` finds the
-// addon built). LEASEHOLD_NODE_PROFILE=debug builds without optimisations.
+// published addons are built with. Uses CARGO_TARGET_DIR when set, so the
+// build shares the workspace's target folder. LEASEHOLD_NODE_PROFILE=debug
+// builds without optimisations.
 'use strict'
 
 const { spawnSync } = require('node:child_process')

@@ -88,11 +88,12 @@ stop_server() {
   server_pid=
 }
 
-# Runs LANG's example on ARCH; checks that it ran there and that its fences
-# are above every fence before.
 # The JVM examples share a local Maven repository of their own (not the
 # developer's ~/.m2): what the first downloads, the others find.
 export M2_REPO=$WORK/m2
+
+# Runs LANG's example on ARCH (with AMD64_ROOT's glibc when it is set);
+# checks that it ran there and that its fences are above every fence before.
 last=0 runs=0
 example() {
   local lang=$1 arch=$2
@@ -100,7 +101,7 @@ example() {
   local dir="$WORK/$runs-$lang-$arch"
   local out="$dir.out"
   mkdir -p "$dir"
-  echo "dist-test: $lang on $arch${AMD64_ROOT_IN_USE:+ (glibc of $AMD64_ROOT_IN_USE)}, installing and running the README's example"
+  echo "dist-test: $lang on $arch${AMD64_ROOT:+ (glibc of $AMD64_ROOT)}, installing and running the README's example"
   ARCH=$arch WORK_DIR="$dir" bash "$here/$lang.sh" | tee "$out"
   local ran
   ran=$(sed -n 's/^platform //p' "$out")
@@ -130,7 +131,7 @@ start_server aarch64
 example python x86_64
 stop_server
 
-export AMD64_ROOT=$old_glibc_root AMD64_ROOT_IN_USE=$old_glibc_root
+export AMD64_ROOT=$old_glibc_root
 start_server x86_64
 example node x86_64
 stop_server
