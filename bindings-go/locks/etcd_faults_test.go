@@ -6,8 +6,9 @@ package locks
 // startEtcdCluster) is killed or frozen, and then comes back. A member's
 // fault must cost the holders an election and a round trip, never a failed
 // call: every Hold succeeds, fences grow, no two holds of a key overlap,
-// and the longest Hold call stays under the election timeout plus one
-// second.
+// and the longest Hold call stays under two election timeouts plus one
+// second (etcd elects one to two election timeouts after the leader's last
+// heartbeat: each follower's timer is randomized in that span).
 //
 // The clients' calls go to member 0, the URL's first, while it answers, so
 // each fault is placed where it hurts: the leader killed while the clients
@@ -152,12 +153,12 @@ func checkFault(t *testing.T, name string, electionTimeout time.Duration, at tim
 	}
 	var slow []string
 	for _, h := range holds {
-		if h.took >= electionTimeout+time.Second {
+		if h.took >= 2*electionTimeout+time.Second {
 			slow = append(slow, fmt.Sprintf("%s: %v, begun %v from the fault", h.key, h.took, h.began.Sub(at)))
 		}
 	}
 	if len(slow) > 0 {
-		t.Fatalf("%s: Hold calls longer than an election timeout and a second:\n%s", name, strings.Join(slow, "\n"))
+		t.Fatalf("%s: Hold calls longer than two election timeouts and a second:\n%s", name, strings.Join(slow, "\n"))
 	}
 }
 

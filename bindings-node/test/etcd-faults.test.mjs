@@ -4,7 +4,9 @@
 // helpers/etcd.mjs) is killed or frozen, and then comes back. A member's
 // fault must cost the holders an election and a round trip, never a failed
 // call: every hold succeeds, fences grow, no two holds of a key overlap, and
-// the longest hold call stays under the election timeout plus one second.
+// the longest hold call stays under two election timeouts plus one second
+// (etcd elects one to two election timeouts after the leader's last
+// heartbeat: each follower's timer is randomized in that span).
 //
 // The clients' calls go to member 0, the URL's first, while it answers, so
 // each fault is placed where it hurts: the leader killed while the clients
@@ -148,12 +150,12 @@ function check(name, electionTimeout, faultAt, holds) {
     }
   }
   const slow = holds
-    .filter((h) => h.took >= electionTimeout + 1000)
+    .filter((h) => h.took >= 2 * electionTimeout + 1000)
     .map(
       (h) =>
         `${h.key}: ${h.took.toFixed(1)} ms, begun ${(h.began - faultAt).toFixed(1)} ms from the fault`,
     )
-  assert.deepEqual(slow, [], `${name}: hold calls longer than an election timeout and a second`)
+  assert.deepEqual(slow, [], `${name}: hold calls longer than two election timeouts and a second`)
 }
 
 // DIST-09: kill -9 of the leader (member 1) while the clients' calls go to a

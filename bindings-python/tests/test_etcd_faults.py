@@ -4,7 +4,9 @@ member of a 3-member etcd cluster (``etcd_cluster``: etcd-tests'
 ``etcd-cluster``) is killed or frozen, and then comes back. A member's fault
 must cost the holders an election and a round trip, never a failed call:
 every hold succeeds, fences grow, no two holds of a key overlap, and the
-longest hold call stays under the election timeout plus one second.
+longest hold call stays under two election timeouts plus one second (etcd
+elects one to two election timeouts after the leader's last heartbeat: each
+follower's timer is randomized in that span).
 
 The clients' calls go to member 0, the URL's first, while it answers, so
 each fault is placed where it hurts: the leader killed while the clients
@@ -121,9 +123,9 @@ def check(name: str, election_timeout: float, fault_at: float, holds: list[Hold]
     slow = [
         f"{h.key}: {h.took:.3f} s, begun {h.began - fault_at:+.3f} s from the fault"
         for h in holds
-        if h.took >= election_timeout + 1
+        if h.took >= 2 * election_timeout + 1
     ]
-    assert not slow, f"{name}: hold calls longer than an election timeout and a second:\n" + (
+    assert not slow, f"{name}: hold calls longer than two election timeouts and a second:\n" + (
         "\n".join(slow)
     )
 

@@ -4,7 +4,9 @@
 //! comes back. A member's fault must cost the holders an election and a
 //! round trip, never a failed call: every hold succeeds, no lease is lost,
 //! fences grow, no two holds of a key overlap, and the longest hold call
-//! stays under the election timeout plus one second.
+//! stays under two election timeouts plus one second: etcd elects a new
+//! leader one to two election timeouts after the old one's last heartbeat
+//! (each follower's timer is randomized in that span).
 //!
 //! The clients' calls go to member 0 while it answers (`core/src/etcd/members.rs`),
 //! so each fault is placed where it hurts: the leader killed while the
@@ -198,8 +200,8 @@ fn check(fault: Fault, fault_at: Instant, holds: &[Hold]) {
         }
     }
     assert!(
-        longest < ELECTION_TIMEOUT + Duration::from_secs(1),
-        "{fault:?}: a hold call took {longest:?}, more than an election timeout and a second"
+        longest < 2 * ELECTION_TIMEOUT + Duration::from_secs(1),
+        "{fault:?}: a hold call took {longest:?}, more than two election timeouts and a second"
     );
 }
 

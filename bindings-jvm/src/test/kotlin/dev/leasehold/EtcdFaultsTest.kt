@@ -22,8 +22,10 @@ import kotlin.time.Duration.Companion.seconds
  * member of a 3-member etcd cluster ([EtcdCluster]) is killed or frozen, and
  * then comes back. A member's fault must cost the holders an election and a
  * round trip, never a failed call: every hold succeeds, fences grow, no two
- * holds of a key overlap, and the longest hold call stays under the
- * election timeout plus one second.
+ * holds of a key overlap, and the longest hold call stays under two
+ * election timeouts plus one second (etcd elects one to two election
+ * timeouts after the leader's last heartbeat: each follower's timer is
+ * randomized in that span).
  *
  * The clients' calls go to member 0, the URL's first, while it answers, so
  * each fault is placed where it hurts: the leader killed while the clients
@@ -141,10 +143,10 @@ class EtcdFaultsTest {
             }
         }
         val slow =
-            holds.filter { it.took >= electionTimeout + 1.seconds }.map {
+            holds.filter { it.took >= electionTimeout * 2 + 1.seconds }.map {
                 "${it.key}: ${it.took}, begun ${(it.began - faultAt).nanoseconds} from the fault"
             }
-        assertTrue(slow.isEmpty(), "$name: hold calls longer than an election timeout and a second:\n${slow.joinToString("\n")}")
+        assertTrue(slow.isEmpty(), "$name: hold calls longer than two election timeouts and a second:\n${slow.joinToString("\n")}")
     }
 
     // DIST-09: kill -9 of the leader (member 1) while the clients' calls go to
