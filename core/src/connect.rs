@@ -9,6 +9,11 @@ pub fn is_etcd_url(url: &str) -> bool {
     url.starts_with("etcd://") || url.starts_with("etcds://")
 }
 
+/// Whether `url` names a store on PostgreSQL (`postgres://` or `postgresql://`).
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
 /// The bound of one try of an etcd call at one member, when neither the
 /// options nor the URL give one: half etcd's default election timeout, so
 /// that a try stuck while a new leader is elected is left soon after the
@@ -16,12 +21,12 @@ pub fn is_etcd_url(url: &str) -> bool {
 pub(crate) const DEFAULT_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// The shortest and the longest bound of one try of an etcd call.
-#[cfg(feature = "etcd")]
+#[cfg(any(feature = "etcd", feature = "postgres"))]
 pub(crate) const ATTEMPT_TIMEOUT_RANGE: (Duration, Duration) =
     (Duration::from_millis(50), Duration::from_secs(60));
 
 /// Checks a try's bound against [`ATTEMPT_TIMEOUT_RANGE`]; `InvalidArgument` outside it.
-#[cfg(feature = "etcd")]
+#[cfg(any(feature = "etcd", feature = "postgres"))]
 pub(crate) fn check_attempt_timeout(timeout: Duration) -> crate::Result<Duration> {
     let (low, high) = ATTEMPT_TIMEOUT_RANGE;
     if timeout < low || timeout > high {

@@ -48,6 +48,8 @@ mod manual;
 mod memory;
 #[doc(hidden)]
 pub mod names;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub mod remote;
 mod renewal;
 #[doc(hidden)]
@@ -59,7 +61,7 @@ pub mod table;
 #[cfg(not(feature = "internals"))]
 mod table;
 
-pub use connect::{is_etcd_url, ConnectOptions};
+pub use connect::{is_etcd_url, is_postgres_url, ConnectOptions};
 pub use engine::{HoldOptions, Holding};
 pub use error::{Error, ErrorKind, Result};
 pub use held::{Held, HeldView};

@@ -129,8 +129,10 @@ impl Store {
     }
 
     /// The server store at `url` (`leasehold://host:port`, or `leaseholds://`
-    /// for TLS), or a store on etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
-    /// `etcds://`; the core's feature `etcd`), kept connected in the background.
+    /// for TLS), a store on etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
+    /// `etcds://`; the core's feature `etcd`), or a store on PostgreSQL
+    /// (`postgres://user@h1,h2/db`; the core's feature `postgres`), kept
+    /// connected in the background.
     ///
     /// ```no_run
     /// # async fn f() -> leasehold::Result<()> {
@@ -151,6 +153,19 @@ impl Store {
             return Err(Error::new(
                 ErrorKind::InvalidArgument,
                 "this build of Leasehold has no etcd store (the core's cargo feature `etcd`)",
+            ));
+        }
+        if crate::connect::is_postgres_url(url) {
+            #[cfg(feature = "postgres")]
+            {
+                let driver =
+                    crate::postgres::PostgresDriver::connect(url, options, &runtime).await?;
+                return Ok(Store::from_driver(Arc::new(driver), runtime));
+            }
+            #[cfg(not(feature = "postgres"))]
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                "this build of Leasehold has no PostgreSQL store (the core's cargo feature `postgres`)",
             ));
         }
         let driver = RemoteDriver::connect(url, options, &runtime).await?;

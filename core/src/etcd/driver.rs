@@ -580,17 +580,17 @@ impl Driver for EtcdDriver {
 
     async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
         self.check_open()?;
-        super::slots::acquire(&self.shared, request).await
+        crate::slots::records::acquire(&*self.shared, request).await
     }
 
     async fn slot_renew(&self, lease: &SlotLease, ttl: Duration) -> Result<Option<SlotLease>> {
         self.check_open()?;
-        super::slots::renew(&self.shared, lease, ttl).await
+        crate::slots::records::renew(&*self.shared, lease, ttl).await
     }
 
     async fn slot_release(&self, lease: &SlotLease, last_issued: u64) -> Result<bool> {
         self.check_open()?;
-        super::slots::release(&self.shared, lease, last_issued).await
+        crate::slots::records::release(&*self.shared, lease, last_issued).await
     }
 
     async fn close(&self) {

@@ -1,29 +1,19 @@
 //! Slot leases on etcd (DIST-07): a namespace's parameters in one key, each
-//! slot in a record of its own. A call reads the namespace at one revision,
-//! applies the slot rules (the embedded store's [`SlotTable`]) on the
-//! client's clock, and writes the one slot it changed in one
-//! compare-and-set; a conflicting writer makes it read and try again.
-//! A new lease's fence is the revision of the transaction that took it.
+//! slot in a record of its own, read at one revision and written by one
+//! compare-and-set of a record's mod revision (the rules and retries:
+//! `slots/records.rs`). The stamps are the client's clock. A new lease's
+//! fence is the revision of the transaction that took it.
 
-use std::time::Duration;
-
+use async_trait::async_trait;
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
 
 use super::calls::revision_of;
 use super::driver::EtcdDriverCore;
 use crate::error::{Error, ErrorKind, Result};
-use crate::slots::{AcquireResult, NamespaceSpec, Slot, SlotLease, SlotRequest, SlotTable};
+use crate::slots::records::{RecordsRead, SlotRecords};
+use crate::slots::{NamespaceSpec, Slot};
 
-/// How many conflicting writers a call tries again after.
-const TRIES: usize = 64;
-
-/// A namespace as read at one revision.
-struct Read {
-    /// Its parameters, if its first use was recorded.
-    spec: Option<NamespaceSpec>,
-    /// Every slot record, with the mod revision it was read at.
-    slots: Vec<(u32, Slot, i64)>,
-}
+type Read = RecordsRead<i64>;
 
 async fn read(shared: &EtcdDriverCore, namespace: &str) -> Result<Read> {
     let layout = &shared.layout;
@@ -61,6 +51,7 @@ async fn read(shared: &EtcdDriverCore, namespace: &str) -> Result<Read> {
     }
     Ok(Read {
         spec,
+        now_ms: shared.clock.unix_millis(),
         slots: records,
     })
 }
@@ -72,24 +63,18 @@ fn unreadable() -> Error {
     )
 }
 
-impl Read {
-    fn table(&self, namespace: &str, spec: NamespaceSpec) -> SlotTable {
-        let slots = self.slots.iter().map(|(n, s, _)| (*n, s.clone())).collect();
-        SlotTable::of_records(namespace, self.spec.unwrap_or(spec), slots)
-    }
-
-    /// The compare that the slot's record is still as read.
-    fn unchanged(&self, shared: &EtcdDriverCore, namespace: &str, slot: u32) -> Compare {
-        let key = shared.layout.slot(namespace, slot);
-        match self.slots.iter().find(|(n, _, _)| *n == slot) {
-            Some((_, _, rev)) => Compare::mod_revision(key, CompareOp::Equal, *rev),
-            None => Compare::create_revision(key, CompareOp::Equal, 0),
-        }
+/// The compare that `slot`'s record is still as read.
+fn unchanged(shared: &EtcdDriverCore, read: &Read, namespace: &str, slot: u32) -> Compare {
+    let key = shared.layout.slot(namespace, slot);
+    match read.version(slot) {
+        Some(rev) => Compare::mod_revision(key, CompareOp::Equal, *rev),
+        None => Compare::create_revision(key, CompareOp::Equal, 0),
     }
 }
 
 /// Writes one slot's record if neither it nor (for a first use) the
-/// namespace changed since `read`; `Ok(None)` on a conflict.
+/// namespace changed since `read`: the transaction's revision, or
+/// `Ok(None)` on a conflict.
 async fn write(
     shared: &EtcdDriverCore,
     namespace: &str,
@@ -99,7 +84,7 @@ async fn write(
     record: &Slot,
 ) -> Result<Option<u64>> {
     let layout = &shared.layout;
-    let mut when = vec![read.unchanged(shared, namespace, slot)];
+    let mut when = vec![unchanged(shared, read, namespace, slot)];
     let mut then = vec![TxnOp::put(
         layout.slot(namespace, slot),
         serde_json::to_vec(record).expect("a slot record serialises"),
@@ -128,96 +113,23 @@ async fn write(
     }
 }
 
-fn contended() -> Error {
-    Error::new(
-        ErrorKind::Unavailable,
-        "too many writers changed the slot namespace at once; try again",
-    )
-}
+#[async_trait]
+impl SlotRecords for EtcdDriverCore {
+    type Version = i64;
 
-/// SLOT-01 on etcd.
-pub(crate) async fn acquire(shared: &EtcdDriverCore, req: SlotRequest) -> Result<AcquireResult> {
-    SlotTable::check_request(&req)?;
-    for _ in 0..TRIES {
-        let read = read(shared, &req.namespace).await?;
-        let mut table = read.table(&req.namespace, req.spec);
-        let got = table.acquire(&req, shared.clock.unix_millis(), || Ok(0))?;
-        let AcquireResult::Leased(mut lease) = got else {
-            return Ok(AcquireResult::Exhausted);
-        };
-        let record = table
-            .slot_record(&req.namespace, lease.slot)
-            .expect("an acquired slot has a record");
-        if let Some(revision) =
-            write(shared, &req.namespace, &read, req.spec, lease.slot, &record).await?
-        {
-            if lease.fence == 0 {
-                lease.fence = revision;
-            }
-            return Ok(AcquireResult::Leased(lease));
-        }
+    async fn read(&self, namespace: &str) -> Result<Read> {
+        read(self, namespace).await
     }
-    Err(contended())
-}
 
-/// SLOT-04 on etcd.
-pub(crate) async fn renew(
-    shared: &EtcdDriverCore,
-    lease: &SlotLease,
-    ttl: Duration,
-) -> Result<Option<SlotLease>> {
-    crate::duration::check_ttl("a slot ttl", ttl)?;
-    for _ in 0..TRIES {
-        let read = read(shared, &lease.namespace).await?;
-        let Some(spec) = read.spec else {
-            return Ok(None);
-        };
-        let mut table = read.table(&lease.namespace, spec);
-        let Some(renewed) = table.renew(lease, ttl, shared.clock.unix_millis())? else {
-            return Ok(None);
-        };
-        let record = table
-            .slot_record(&lease.namespace, lease.slot)
-            .expect("a renewed slot has a record");
-        if write(shared, &lease.namespace, &read, spec, lease.slot, &record)
-            .await?
-            .is_some()
-        {
-            return Ok(Some(renewed));
-        }
+    async fn write(
+        &self,
+        namespace: &str,
+        read: &Read,
+        spec: NamespaceSpec,
+        slot: u32,
+        record: &Slot,
+        _fresh: bool,
+    ) -> Result<Option<u64>> {
+        write(self, namespace, read, spec, slot, record).await
     }
-    Err(contended())
-}
-
-/// SLOT-05 on etcd.
-pub(crate) async fn release(
-    shared: &EtcdDriverCore,
-    lease: &SlotLease,
-    last_issued: u64,
-) -> Result<bool> {
-    for _ in 0..TRIES {
-        let read = read(shared, &lease.namespace).await?;
-        let Some(spec) = read.spec else {
-            return Ok(false);
-        };
-        let mut table = read.table(&lease.namespace, spec);
-        let before = table.slot_record(&lease.namespace, lease.slot);
-        if !table.release(lease, last_issued, shared.clock.unix_millis()) {
-            return Ok(false);
-        }
-        let record = table
-            .slot_record(&lease.namespace, lease.slot)
-            .expect("a released slot has a record");
-        if before.as_ref() == Some(&record) {
-            // Released before by the same holder: nothing to write.
-            return Ok(true);
-        }
-        if write(shared, &lease.namespace, &read, spec, lease.slot, &record)
-            .await?
-            .is_some()
-        {
-            return Ok(true);
-        }
-    }
-    Err(contended())
 }

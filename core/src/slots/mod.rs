@@ -25,6 +25,8 @@
 
 mod handle;
 mod holding;
+#[cfg(any(feature = "etcd", feature = "postgres"))]
+pub(crate) mod records;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -40,7 +42,7 @@ use crate::names;
 pub use handle::{Slots, SlotsBuilder, DEFAULT_LIMIT, DEFAULT_TIMEOUT, DEFAULT_TOLERANCE};
 pub(crate) use holding::HeldSlotCell;
 pub use holding::{HeldSlot, SlotHolding};
-#[cfg(feature = "etcd")]
+#[cfg(any(feature = "etcd", feature = "postgres"))]
 pub(crate) use table::Slot;
 pub use table::SlotTable;
 

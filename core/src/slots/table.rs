@@ -70,7 +70,7 @@ impl SlotTable {
         }
     }
 
-    #[cfg(feature = "etcd")]
+    #[cfg(any(feature = "etcd", feature = "postgres"))]
     /// A table of one namespace, made from the records of its slots (a
     /// store that keeps each slot apart reads them, then writes back the
     /// one slot a call changed, [`SlotTable::slot_record`]).
@@ -101,7 +101,7 @@ impl SlotTable {
         table
     }
 
-    #[cfg(feature = "etcd")]
+    #[cfg(any(feature = "etcd", feature = "postgres"))]
     /// One slot's record as the table has it now.
     pub(crate) fn slot_record(&self, name: &str, slot: u32) -> Option<Slot> {
         self.namespaces.get(name)?.slots.get(&slot).cloned()

@@ -1,0 +1,35 @@
+//! The driver conformance suite on a real PostgreSQL (PG-01), each check
+//! on a store of its own schema.
+
+use std::sync::Arc;
+
+use leasehold::postgres::PostgresDriver;
+use leasehold::ConnectOptions;
+use postgres_tests::{drop_schemas, fresh_schema, url_with};
+use spec_tests::conformance::{self, Harness, Time};
+
+// PG-01, LOCK-01, LOCK-02, LOCK-03, LOCK-05, LOCK-08, LOCK-11, LOCK-12, LOCK-18:
+// the conformance suite on PostgreSQL, one driver and schema per check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_01_postgres_passes_the_conformance_suite() {
+    drop_schemas("conformance").await;
+    let report = conformance::run(|| async {
+        let url = url_with(&fresh_schema("conformance"), "");
+        let driver = PostgresDriver::connect(
+            &url,
+            ConnectOptions::default(),
+            &tokio::runtime::Handle::current(),
+        )
+        .await
+        .expect("connect to PostgreSQL");
+        Harness {
+            driver: Arc::new(driver),
+            time: Time::Real,
+        }
+    })
+    .await;
+    println!("{report}");
+    report.assert_ok();
+    assert_eq!(report.skipped_names(), ["no_ttl_never_expires"], "{report}");
+    drop_schemas("conformance").await;
+}
