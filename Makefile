@@ -92,7 +92,7 @@ rust-test: etcd
 # the doc examples) and the C ABI's, with the features the bindings build it
 # with, so that `check-python` and `check-node` reuse the same core.
 check-rust:
-	$(CARGO) test --locked -p leasehold -p leasehold-ffi --features leasehold/etcd
+	$(CARGO) test --locked -p leasehold -p leasehold-ffi --features leasehold/etcd,leasehold/postgres
 
 coverage:
 	tools/contract-coverage --check | tail -n 7

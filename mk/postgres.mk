@@ -34,7 +34,7 @@ APT_PACKAGES += postgresql
 .PHONY: postgres postgres-stop fencing-test
 
 # The tests that write to it start it first.
-rust-test python-test node-test: postgres
+rust-test python-test node-test go-test jvm-test: postgres
 
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "no PostgreSQL: run make setup"; exit 1; }

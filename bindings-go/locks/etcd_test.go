@@ -194,83 +194,10 @@ func etcdURL(t testing.TB) string {
 	return "etcd://" + startEtcd(t) + "/dist01-go-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
-// DIST-01
+// DIST-01: an etcd:// URL opens a store with the same lock, manual, slot and ID APIs.
 func TestDist01EtcdStoreHoldsManualAndSlots(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	url := etcdURL(t)
-	store, other := connect(t, url), connect(t, url)
-	var fences []uint64
-	grew := func(what string, fence uint64) {
-		t.Helper()
-		if fence == 0 || (len(fences) > 0 && fence <= fences[len(fences)-1]) {
-			t.Fatalf("%s: fence %d after %v", what, fence, fences)
-		}
-		fences = append(fences, fence)
-	}
-
-	lock, err := OpenLock(store, "summaries", TTL(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rival, err := OpenLock(other, "summaries", TTL(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ran := false
-	err = lock.Hold(ctx, "chat-1", func(ctx context.Context, lease *Lease) error {
-		ran = true
-		grew("Hold", lease.Fence)
-		held, err := rival.TryHold(ctx, "chat-1", func(context.Context, *Lease) error {
-			t.Error("TryHold ran its function on a held key")
-			return nil
-		})
-		if held || err != nil {
-			t.Errorf("TryHold on a held key: held %v, err %v", held, err)
-		}
-		return nil
-	})
-	if err != nil || !ran {
-		t.Fatalf("Hold: ran %v, err %v", ran, err)
-	}
-	held, err := rival.TryHold(ctx, "chat-1", func(_ context.Context, lease *Lease) error {
-		grew("TryHold after the release", lease.Fence)
-		return nil
-	})
-	if !held || err != nil {
-		t.Fatalf("TryHold on a released key: held %v, err %v", held, err)
-	}
-
-	manual, ok, err := store.TryLock(ctx, "batch", 2*time.Second)
-	if !ok || err != nil {
-		t.Fatalf("TryLock: %v %v", ok, err)
-	}
-	grew("TryLock", manual.Fence)
-	if _, ok, err := other.TryLock(ctx, "batch", 2*time.Second); ok || err != nil {
-		t.Fatalf("TryLock on a held name: %v %v", ok, err)
-	}
-	if err := manual.Extend(ctx, 3*time.Second); err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
-	if err := manual.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-	next, err := other.Lock(ctx, "batch", 2*time.Second, Wait(10*time.Second))
-	if err != nil {
-		t.Fatalf("Lock: %v", err)
-	}
-	grew("Lock", next.Fence)
-	if err := next.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-
-	slots := openSlots(t, store, "nodes", Limit(4))
-	slot := mustAcquire(t, slots, newOwner(t, "worker-a"))
-	if slot.Slot() >= 4 {
-		t.Fatalf("slot %d of 4", slot.Slot())
-	}
-	grew("Slots.Acquire", slot.Fence())
-	mustRelease(t, slots, slot, 0)
+	checkRemoteStore(t, connect(t, url), connect(t, url))
 }
 
 // DIST-01, DIST-08: Connect's AcceptOldEtcd reaches the driver: an etcd 3.4

@@ -38,9 +38,11 @@ func Memory() *Store {
 
 // Connect connects to the store at url, blocking until connected or until
 // ctx ends (ErrCancelled): the server store ("leasehold://host:port", or
-// "leaseholds://" for TLS) with the options Token and CA, or etcd
+// "leaseholds://" for TLS) with the options Token and CA, etcd
 // ("etcd://h1:2379,h2:2379/PREFIX", or "etcds://" for TLS; DIST-01) with
-// the options User, CA, ClientCert and AcceptOldEtcd (docs/etcd.md).
+// the options User, CA, ClientCert and AcceptOldEtcd (docs/etcd.md), or
+// PostgreSQL ("postgres://user@h1,h2/db"; PG-01) with the option User
+// (docs/postgres.md).
 func Connect(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	s, err := collect("Connect", opts, "Token", "CA", "User", "ClientCert", "AcceptOldEtcd")
 	if err != nil {

@@ -253,8 +253,8 @@ function pem(what, value) {
 /**
  * Connects to the store at `url`: the server store (`leasehold://host:port`,
  * or `leaseholds://` for TLS with `tls.ca`, the certificates to trust), or
- * etcd (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) as `user`
- * with `password`, presenting `clientCert` and `clientKey`. `signal` gives
+ * etcd (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) or
+ * PostgreSQL (`postgres://user@h1,h2/db`; PG-01) as `user` with `password`, presenting `clientCert` and `clientKey`. `signal` gives
  * up connecting (CANCELLED; a store that connects later is closed at once).
  * @param {string} url
  * @param {import('../index').ConnectOptions} [options]

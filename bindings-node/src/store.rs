@@ -76,8 +76,8 @@ pub struct NativeConnectOptions {
 }
 
 /// Connects to the store at `url`: the server store (`leasehold://host:port`,
-/// or `leaseholds://` for TLS) or etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
-/// `etcds://`; DIST-01). When `cancel` fires first, the call stops waiting
+/// or `leaseholds://` for TLS), etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
+/// `etcds://`; DIST-01) or PostgreSQL (`postgres://user@h1,h2/db`; PG-01). When `cancel` fires first, the call stops waiting
 /// and fails `CANCELLED`; a store that connects later is closed at once.
 #[napi(catch_unwind)]
 pub fn connect<'env>(

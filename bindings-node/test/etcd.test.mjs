@@ -5,9 +5,10 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { after, before, test } from 'node:test'
 
-import { connect, Owner } from 'leasehold'
+import { connect } from 'leasehold'
 
 import { startEtcd } from './helpers/etcd.mjs'
+import { checkRemoteStore } from './helpers/remote-store.mjs'
 
 /** @type {Awaited<ReturnType<typeof startEtcd>>} */
 let etcd
@@ -22,54 +23,13 @@ after(async () => {
   await old?.stop()
 })
 
-// DIST-01: an etcd:// URL opens a store with the same lock, manual and slot APIs.
+// DIST-01: an etcd:// URL opens a store with the same lock, manual, slot and ID APIs.
 test('DIST-01 connect(etcd://) holds keys, manual leases and slots', async () => {
   const url = etcd.url(`dist01-node-${randomUUID()}`)
   const store = await connect(url)
   const other = await connect(url, { acceptOldEtcd: false })
-  /** @type {bigint[]} */
-  const fences = []
-  const grew = (/** @type {bigint} */ fence) => {
-    assert.equal(typeof fence, 'bigint')
-    assert.ok(
-      fence > 0n && (fences.length === 0 || fence > fences[fences.length - 1]),
-      `${fence} after ${fences}`,
-    )
-    fences.push(fence)
-  }
   try {
-    const lock = store.lock('summaries', { ttl: '2s' })
-    const rival = other.lock('summaries', { ttl: '2s' })
-    const ran = await lock.hold('chat-1', async (lease) => {
-      grew(lease.fence)
-      assert.equal(
-        await rival.tryHold('chat-1', () => assert.fail('tryHold ran on a held key')),
-        null,
-      )
-      return 'ran'
-    })
-    assert.equal(ran, 'ran')
-    const mine = await rival.tryHold('chat-1', (lease) => {
-      grew(lease.fence)
-      return 'mine'
-    })
-    assert.equal(mine, 'mine')
-
-    const manual = await store.tryAcquire('batch', { ttl: '2s' })
-    assert.ok(manual !== null && manual.name === 'batch')
-    grew(manual.fence)
-    assert.equal(await other.tryAcquire('batch', { ttl: '2s' }), null)
-    await manual.extend('3s')
-    await manual.release()
-    const next = await other.acquire('batch', { ttl: '2s', wait: '10s' })
-    grew(next.fence)
-    await next.release()
-
-    const slots = store.slots('nodes', { limit: 4 })
-    const slot = await slots.acquire(new Owner('worker-a'))
-    assert.ok(slot !== null && slot.slot >= 0 && slot.slot < 4)
-    grew(slot.fence)
-    assert.equal(await slots.release(slot, 0), true)
+    await checkRemoteStore(store, other)
   } finally {
     await store.close()
     await other.close()

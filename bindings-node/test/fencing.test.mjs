@@ -3,8 +3,6 @@
 
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 
 import pg from 'pg'
@@ -12,17 +10,9 @@ import pg from 'pg'
 import { connect, memory } from 'leasehold'
 import { FenceRefused, fencedUpdate, fencedWrite } from 'leasehold/fencing'
 
-import { repo, serverFixture } from './helpers/server.mjs'
+import { postgresUrl } from './helpers/postgres.mjs'
+import { serverFixture } from './helpers/server.mjs'
 import { sleep } from './helpers/wait.mjs'
-
-/** The URL of `make postgres`'s cluster; fails the tests when there is none. */
-function postgresUrl() {
-  if (process.env.LEASEHOLD_POSTGRES_URL) return process.env.LEASEHOLD_POSTGRES_URL
-  const file = join(process.env.CARGO_TARGET_DIR ?? join(repo, 'target'), 'postgres', 'url')
-  if (!existsSync(file))
-    throw new Error(`no PostgreSQL URL in LEASEHOLD_POSTGRES_URL or ${file}: make postgres`)
-  return readFileSync(file, 'utf8').trim()
-}
 
 /** @type {pg.Client} */
 let client

@@ -312,15 +312,17 @@ fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
 fn remote_kind(url: &str) -> &'static str {
     if leasehold::is_etcd_url(url) {
         "etcd"
+    } else if leasehold::is_postgres_url(url) {
+        "postgres"
     } else {
         "server"
     }
 }
 
 /// Connects to the store at `url`: the server store (`leasehold://host:port`,
-/// or `leaseholds://` with `ca_pem`, the certificates to trust) or etcd
-/// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) as `user`
-/// with `password`, presenting `client_cert_pem` and `client_key_pem`:
+/// or `leaseholds://` with `ca_pem`, the certificates to trust), etcd
+/// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) or PostgreSQL
+/// (`postgres://user@h1,h2/db`; PG-01) as `user` with `password`, presenting `client_cert_pem` and `client_key_pem`:
 /// an awaitable of a `Store`.
 #[pyfunction]
 #[pyo3(signature = (

@@ -1,7 +1,8 @@
 """Fixtures: a real server store process (``leasehold serve``) for the tests,
 ``store``, each test on the embedded store and on the server store, a
-real etcd member (``etcd``, from ``$LEASEHOLD_ETCD``), and a 3-member etcd
-cluster driven by commands (``etcd_cluster``, from ``$LEASEHOLD_ETCD_CLUSTER``)."""
+real etcd member (``etcd``, from ``$LEASEHOLD_ETCD``), a 3-member etcd
+cluster driven by commands (``etcd_cluster``, from ``$LEASEHOLD_ETCD_CLUSTER``),
+and the URL of the PostgreSQL ``make postgres`` runs (``postgres_url``)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,19 @@ import pytest
 import leasehold
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def postgres_url() -> str:
+    """The URL of ``make postgres``'s cluster (``$LEASEHOLD_POSTGRES_URL``, or
+    the file it writes under the cargo target dir); fails the test when there is none."""
+    url = os.environ.get("LEASEHOLD_POSTGRES_URL")
+    if url:
+        return url
+    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    file = target / "postgres" / "url"
+    if not file.exists():
+        raise RuntimeError(f"no PostgreSQL URL in LEASEHOLD_POSTGRES_URL or {file}: make postgres")
+    return file.read_text().strip()
 
 
 def server_binary() -> pathlib.Path:
@@ -299,3 +313,49 @@ def etcd_cluster() -> Iterator[EtcdCluster]:
         yield running
     finally:
         stop_etcd_cluster(running.process)
+
+
+async def check_remote_store(store: leasehold.Store, other: leasehold.Store) -> None:
+    """Runs, on two stores of one remote store (etcd, PostgreSQL), what every
+    store does: a held key that the other store's try_hold finds held, a
+    manual lease, a slot and 100 IDs, with fences growing throughout
+    (DIST-01, PG-01)."""
+    fences: list[int] = []
+
+    def grew(fence: int) -> None:
+        assert fence > 0 and (not fences or fence > fences[-1]), (fence, fences)
+        fences.append(fence)
+
+    lock = store.lock("summaries", ttl="2s")
+    rival = other.lock("summaries", ttl="2s")
+    ran = False
+    async with lock.hold("chat-1") as lease:
+        ran = True
+        grew(lease.fence)
+        async with rival.try_hold("chat-1") as none:
+            assert none is None
+    assert ran
+    async with rival.try_hold("chat-1") as mine:
+        assert mine is not None
+        grew(mine.fence)
+
+    manual = await store.try_acquire("batch", ttl="2s")
+    assert manual is not None and manual.name == "batch"
+    grew(manual.fence)
+    assert await other.try_acquire("batch", ttl="2s") is None
+    await manual.extend("3s")
+    await manual.release()
+    nxt = await other.acquire("batch", ttl="2s", wait="10s")
+    grew(nxt.fence)
+    await nxt.release()
+
+    slots = store.slots("nodes", limit=4)
+    slot = await slots.acquire(leasehold.Owner("worker-a"))
+    assert slot is not None and 0 <= slot.slot < 4
+    grew(slot.fence)
+    assert await slots.release(slot, 0)
+
+    ids = await store.ids("orders", limit=4)
+    taken = [await ids.next() for _ in range(100)]
+    assert taken == sorted(set(taken))
+    await ids.close()

@@ -9,50 +9,17 @@ import pytest
 
 import leasehold
 
-from conftest import Etcd
+from conftest import Etcd, check_remote_store
 
 
-# DIST-01: an etcd:// URL opens a store with the same lock, manual and slot APIs.
+# DIST-01: an etcd:// URL opens a store with the same lock, manual, slot and ID APIs.
 async def test_DIST_01_connect_etcd_holds_keys_manual_leases_and_slots(etcd: Etcd) -> None:
     url = etcd.url(f"dist01-py-{uuid.uuid4()}")
     store = await leasehold.connect(url)
     other = await leasehold.connect(url, accept_old_etcd=False)
     assert store.kind == "etcd"
-    fences: list[int] = []
-
-    def grew(fence: int) -> None:
-        assert fence > 0 and (not fences or fence > fences[-1]), (fence, fences)
-        fences.append(fence)
-
     try:
-        lock = store.lock("summaries", ttl="2s")
-        rival = other.lock("summaries", ttl="2s")
-        ran = False
-        async with lock.hold("chat-1") as lease:
-            ran = True
-            grew(lease.fence)
-            async with rival.try_hold("chat-1") as none:
-                assert none is None
-        assert ran
-        async with rival.try_hold("chat-1") as mine:
-            assert mine is not None
-            grew(mine.fence)
-
-        manual = await store.try_acquire("batch", ttl="2s")
-        assert manual is not None and manual.name == "batch"
-        grew(manual.fence)
-        assert await other.try_acquire("batch", ttl="2s") is None
-        await manual.extend("3s")
-        await manual.release()
-        nxt = await other.acquire("batch", ttl="2s", wait="10s")
-        grew(nxt.fence)
-        await nxt.release()
-
-        slots = store.slots("nodes", limit=4)
-        slot = await slots.acquire(leasehold.Owner("worker-a"))
-        assert slot is not None and 0 <= slot.slot < 4
-        grew(slot.fence)
-        assert await slots.release(slot, 0)
+        await check_remote_store(store, other)
     finally:
         await store.close()
         await other.close()

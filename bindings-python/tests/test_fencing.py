@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import pathlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,19 +14,7 @@ import pytest
 import leasehold
 from leasehold.fencing import FenceRefused, fenced_update, fenced_write
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def postgres_url() -> str:
-    """The URL of ``make postgres``'s cluster; fails the test when there is none."""
-    url = os.environ.get("LEASEHOLD_POSTGRES_URL")
-    if url:
-        return url
-    target = pathlib.Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    file = target / "postgres" / "url"
-    if not file.exists():
-        raise RuntimeError(f"no PostgreSQL URL in LEASEHOLD_POSTGRES_URL or {file}: make postgres")
-    return file.read_text().strip()
+from conftest import postgres_url
 
 
 @pytest.fixture

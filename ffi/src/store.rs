@@ -124,8 +124,9 @@ unsafe fn connect_options(o: &lh_connect_options) -> leasehold::Result<ConnectOp
 }
 
 /// Connects to the store at `url`, blocking until connected: the server
-/// store (`leasehold://host:port`, or `leaseholds://` for TLS) or etcd
-/// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://` for TLS; DIST-01).
+/// store (`leasehold://host:port`, or `leaseholds://` for TLS), etcd
+/// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://` for TLS; DIST-01) or
+/// PostgreSQL (`postgres://user@h1,h2/db`; PG-01).
 /// `options` (NULL: none) holds the token (LOCK-14), the certificates to
 /// trust, the etcd user and password, the client certificate and key, and
 /// whether an old etcd is accepted (DIST-08). `cancel` (zero: none) gives up.

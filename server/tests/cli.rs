@@ -1,5 +1,6 @@
-//! `leasehold hold` and `leasehold ls` against the real server process and
-//! a real etcd member (DIST-01), and a frozen holder process (LOCK-16).
+//! `leasehold hold` and `leasehold ls` against the real server process, a
+//! real etcd member (DIST-01) and a real PostgreSQL (PG-01), and a frozen
+//! holder process (LOCK-16).
 
 mod support;
 
@@ -73,7 +74,29 @@ fn hold_runs_the_command_with_its_fence_and_passes_its_exit_code() {
 #[test]
 fn dist_01_hold_and_ls_on_an_etcd_store() {
     let etcd = EtcdProcess::start();
-    let url = etcd.url("dist01-cli");
+    hold_and_ls(&etcd.url("dist01-cli"));
+}
+
+// PG-01: the same with `--store postgres://...`, on the PostgreSQL `make
+// postgres` runs ($LEASEHOLD_POSTGRES_URL), in a schema of the test's own.
+#[test]
+fn pg_01_hold_and_ls_on_a_postgres_store() {
+    let base = std::env::var("LEASEHOLD_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .expect(
+            "LEASEHOLD_POSTGRES_URL names the PostgreSQL the tests use (make rust-test sets it)",
+        );
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let schema = format!("pg01_cli_{:x}", std::process::id());
+    hold_and_ls(&format!("{base}{sep}schema={schema}"));
+}
+
+/// `leasehold hold` on the store at `url` runs the command with its fence,
+/// one holder at a time (`--try` on the held key exits 75), fences growing,
+/// and `leasehold ls` lists the holder meanwhile.
+fn hold_and_ls(url: &str) {
+    let url = url.to_owned();
     let fence_of = |out: Output| -> u64 {
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         String::from_utf8(out.stdout)
@@ -82,16 +105,16 @@ fn dist_01_hold_and_ls_on_an_etcd_store() {
             .parse()
             .unwrap()
     };
-    let hold_etcd = |extra: &[&str], script: &str| {
+    let hold_at = |extra: &[&str], script: &str| {
         let mut cmd = leasehold(&["hold", "l", "k", "--store", &url]);
         cmd.args(extra).args(["--", "sh", "-c", script]);
         cmd
     };
-    let first = fence_of(run(hold_etcd(&[], "echo $LEASEHOLD_FENCE")));
+    let first = fence_of(run(hold_at(&[], "echo $LEASEHOLD_FENCE")));
     assert!(first > 0);
     // While the key is held (the command sleeps), `--try` runs nothing and
     // `ls` shows the holder.
-    let holder = hold_etcd(&[], "echo $LEASEHOLD_FENCE; sleep 3")
+    let holder = hold_at(&[], "echo $LEASEHOLD_FENCE; sleep 3")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .spawn()
@@ -113,13 +136,13 @@ fn dist_01_hold_and_ls_on_an_etcd_store() {
         );
         std::thread::sleep(Duration::from_millis(50));
     };
-    let tried = run(hold_etcd(&["--try"], "echo ran"));
+    let tried = run(hold_at(&["--try"], "echo ran"));
     assert_eq!(tried.status.code(), Some(75), "{tried:?}");
     assert!(tried.stdout.is_empty(), "{tried:?}");
     let second = fence_of(holder.wait_with_output().expect("leasehold hold ends"));
     assert!(second > first, "{second} after {first}");
     assert!(listed.contains(&second.to_string()), "{listed}");
-    let third = fence_of(run(hold_etcd(&[], "echo $LEASEHOLD_FENCE")));
+    let third = fence_of(run(hold_at(&[], "echo $LEASEHOLD_FENCE")));
     assert!(third > second, "{third} after {second}");
 }
 

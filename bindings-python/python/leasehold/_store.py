@@ -113,7 +113,7 @@ class Store:
 
     @property
     def kind(self) -> str:
-        """``"memory"``, ``"server"`` or ``"etcd"``."""
+        """``"memory"``, ``"server"``, ``"etcd"`` or ``"postgres"``."""
         return self._native.kind
 
     def lock(
@@ -272,9 +272,11 @@ async def connect(
     """Connects to the store at ``url``: the server store
     (``leasehold://host:port``, or ``leaseholds://host:port`` with ``tls``,
     the certificates to trust; ``token`` admits the connection to read or to
-    write, LOCK-14), or etcd (``etcd://h1:2379,h2:2379/PREFIX``, or
-    ``etcds://`` with ``tls``; DIST-01) as ``user`` with ``password``,
-    presenting ``client_cert`` and ``client_key`` (PEM bytes or paths).
+    write, LOCK-14), etcd (``etcd://h1:2379,h2:2379/PREFIX``, or
+    ``etcds://`` with ``tls``; DIST-01) or PostgreSQL
+    (``postgres://user@h1,h2/db``; PG-01, docs/postgres.md) as ``user``
+    with ``password``, presenting ``client_cert`` and ``client_key`` (PEM
+    bytes or paths).
     ``accept_old_etcd`` opens an etcd older than DIST-08's minimum versions."""
     return Store(
         await _native.connect(

@@ -13,8 +13,9 @@ use leasehold::Store;
 /// Where the store is and how to be admitted.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StoreArgs {
-    /// The store's URL: `leasehold://host:port` (`leaseholds://` for TLS), or
-    /// etcd's `etcd://h1:2379,h2:2379/PREFIX` (`etcds://` for TLS).
+    /// The store's URL: `leasehold://host:port` (`leaseholds://` for TLS),
+    /// etcd's `etcd://h1:2379,h2:2379/PREFIX` (`etcds://` for TLS), or
+    /// PostgreSQL's `postgres://user@h1,h2/db` (docs/postgres.md).
     #[arg(
         long,
         env = "LEASEHOLD_STORE",
@@ -30,11 +31,11 @@ pub struct StoreArgs {
     #[arg(long, env = "LEASEHOLD_CA", value_name = "PEM")]
     pub ca: Option<PathBuf>,
 
-    /// The etcd user (with `--password`).
+    /// The etcd or PostgreSQL user (with `--password`).
     #[arg(long, env = "LEASEHOLD_USER")]
     pub user: Option<String>,
 
-    /// The etcd user's password (better given in the environment).
+    /// The etcd or PostgreSQL user's password (better given in the environment).
     #[arg(long, env = "LEASEHOLD_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
 

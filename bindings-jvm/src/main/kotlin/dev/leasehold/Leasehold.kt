@@ -30,9 +30,10 @@ object Leasehold {
 
     /**
      * Connects to the store at [url]: the server store (`leasehold://host:port`,
-     * or `leaseholds://` for TLS) or etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
-     * `etcds://`; DIST-01). [token] is the server's token for this client
-     * (LOCK-14); [user] and [password] are etcd's; PEM texts set up TLS.
+     * or `leaseholds://` for TLS), etcd (`etcd://h1:2379,h2:2379/PREFIX`, or
+     * `etcds://`; DIST-01) or PostgreSQL (`postgres://user@h1,h2/db`; PG-01).
+     * [token] is the server's token for this client (LOCK-14); [user] and
+     * [password] are etcd's or PostgreSQL's; PEM texts set up TLS.
      * Cancelling the calling coroutine stops waiting: a store that connects
      * later is closed at once.
      */

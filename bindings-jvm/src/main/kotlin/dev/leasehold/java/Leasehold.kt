@@ -25,7 +25,7 @@ object Leasehold {
 
     /**
      * Connects to the store at [url] (`leasehold://`, `leaseholds://`,
-     * `etcd://`, `etcds://`); cancelling the future stops waiting, and a
+     * `etcd://`, `etcds://`, `postgres://`); cancelling the future stops waiting, and a
      * store that connects later is closed.
      */
     @JvmStatic
