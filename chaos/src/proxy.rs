@@ -76,6 +76,11 @@ impl Proxy {
         format!("leasehold://{}", self.addr)
     }
 
+    /// The loopback address clients connect to (for a URL of another scheme).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// Closes every connection open now.
     pub fn cut(&self) {
         self.cuts.send_modify(|n| *n += 1);

@@ -1,7 +1,10 @@
 //! What the PostgreSQL store's tests share: the URL of the PostgreSQL that
-//! `make postgres` runs, and a schema of their own for each store they open.
+//! `make postgres` runs, a schema of their own for each store they open,
+//! and servers of their own for faults ([`server`]).
 
 use rand::Rng;
+
+pub mod server;
 
 /// The URL of the test PostgreSQL: `LEASEHOLD_POSTGRES_URL`, or the file
 /// `make postgres` writes under the cargo target dir.
