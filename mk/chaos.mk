@@ -2,7 +2,8 @@
 # contending for a few keys of a real store through a fault proxy while a
 # scheduler injects faults at random from a seed; then the checker of their
 # histories (docs/chaos.md). Included by the root Makefile.
-#   make chaos        CHAOS_STORE=server or etcd (a 3-member cluster of `make etcd`'s etcd),
+#   make chaos        CHAOS_STORE=server, etcd (a 3-member cluster of `make etcd`'s etcd)
+#                     or postgres (a PostgreSQL server of the run's own),
 #                     CHAOS_SECONDS=300, CHAOS_SEED=1, CHAOS_PYTHON_HOLDERS=2
 #                     (Python holders beside the Rust ones), CHAOS_GO_HOLDERS=2
 #                     (Go holders, bindings-go/cmd/chaos-holder), CHAOS_NODE_HOLDERS=2

@@ -21,6 +21,7 @@ use crate::postgres::Fenced;
 use crate::process::{self, ServerProcess};
 use crate::proxy::Proxy;
 use etcd_tests::{Cluster, Etcd};
+use postgres_tests::server::PgServer;
 
 /// The store a run is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -29,12 +30,28 @@ pub enum StoreKind {
     Server,
     /// A 3-member etcd cluster (`$LEASEHOLD_ETCD`, which `make etcd` builds).
     Etcd,
+    /// A PostgreSQL server of the run's own (Debian's `postgresql`).
+    Postgres,
+}
+
+impl StoreKind {
+    /// How the checker judges a run on this store: on etcd a single
+    /// member's fault fails no call; on PostgreSQL a killed server keeps
+    /// its leases.
+    pub fn check_options(self) -> check::Options {
+        check::Options {
+            quorum: self == StoreKind::Etcd,
+            kills_keep_leases: self == StoreKind::Postgres,
+            ..check::Options::default()
+        }
+    }
 }
 
 /// The store of a run and the proxies in front of it.
 enum Backend {
     Server(ServerProcess),
     Etcd(Cluster),
+    Postgres(PgServer),
 }
 
 impl Backend {
@@ -53,6 +70,12 @@ impl Backend {
                     proxies.push(Proxy::start_raw(addr).await);
                 }
                 (Backend::Etcd(cluster), proxies)
+            }
+            StoreKind::Postgres => {
+                let server = tokio::task::block_in_place(|| PgServer::start(&[]));
+                let addr = SocketAddr::from(([127, 0, 0, 1], server.port));
+                let proxy = Proxy::start_raw(addr).await;
+                (Backend::Postgres(server), vec![proxy])
             }
         })
     }
@@ -79,7 +102,8 @@ pub enum Fault {
     /// etcd, one member (the leader one time in two), started again later.
     KillServer,
     /// On etcd, one member (the leader one time in two) stopped (SIGSTOP)
-    /// for three seconds, then resumed.
+    /// for three seconds, then resumed; on PostgreSQL, the server and its
+    /// backends, for as long.
     FreezeMember,
     /// On etcd, the link to one member black-holed for a while, then cut.
     BlackholeMember,
@@ -139,7 +163,8 @@ pub struct RunArgs {
     pub keys: u32,
     /// The lock's ttl in milliseconds (default: 1000 on the server store,
     /// 3000 on etcd, whose holders must outlast an election and a stuck
-    /// try, docs/etcd.md).
+    /// try, docs/etcd.md, and on PostgreSQL, whose server's restart takes
+    /// a second or so).
     #[arg(long)]
     pub ttl_ms: Option<u64>,
     /// One hold in this many runs longer than the ttl.
@@ -198,6 +223,8 @@ struct Rig {
     /// The etcd member a fault is on, and when it ends: one at a time, so
     /// that a quorum is always within reach but for the proxies' faults.
     member_fault: Option<MemberFault>,
+    /// When the frozen PostgreSQL server is thawed.
+    server_frozen_until: Option<Instant>,
 }
 
 /// What is done to one etcd member.
@@ -223,6 +250,10 @@ const MEMBER_FROZEN_FOR: Duration = Duration::from_secs(3);
 /// election timeout (docs/etcd.md).
 const ETCD_ATTEMPT_TIMEOUT: &str = "250ms";
 
+/// The bound of one try of a call to PostgreSQL: a sixth of the run's
+/// default ttl, as docs/postgres.md advises.
+const POSTGRES_ATTEMPT_TIMEOUT: &str = "500ms";
+
 fn fault(kind: &str) -> Event {
     Event::new(Kind::Fault).reason(kind)
 }
@@ -244,6 +275,11 @@ impl Rig {
                     self.args.seed
                 )
             }
+            Backend::Postgres(_) => format!(
+                "postgres://leasehold@{}/leasehold?schema=chaos_{}&attempt-timeout={POSTGRES_ATTEMPT_TIMEOUT}",
+                self.proxies[0].addr(),
+                self.args.seed
+            ),
         }
     }
 
@@ -306,6 +342,14 @@ impl Rig {
     }
 
     fn heal_due(&mut self, now: Instant) {
+        if let (Some(until), Backend::Postgres(server)) = (self.server_frozen_until, &self.backend)
+        {
+            if until <= now {
+                server.thaw();
+                self.server_frozen_until = None;
+                self.recorder.record(fault("thaw_server"));
+            }
+        }
         if let (Some(f), Backend::Etcd(cluster)) = (self.member_fault, &mut self.backend) {
             if f.until <= now {
                 let i = f.member;
@@ -429,12 +473,30 @@ impl Rig {
                         });
                         self.recorder.record(fault("restart_server"));
                     }
+                    Backend::Postgres(server) => {
+                        self.recorder.record(fault("kill_server"));
+                        tokio::task::block_in_place(|| {
+                            server.kill();
+                            std::thread::sleep(down);
+                            server.run();
+                        });
+                        self.server_frozen_until = None;
+                        self.recorder.record(fault("restart_server"));
+                    }
                     Backend::Etcd(_) => self.member(MemberState::Killed, now + down * 4).await,
                 }
             }
             Fault::FreezeMember => {
-                self.member(MemberState::Frozen, now + MEMBER_FROZEN_FOR)
-                    .await
+                if let Backend::Postgres(server) = &self.backend {
+                    if self.server_frozen_until.is_none() {
+                        self.recorder.record(fault("freeze_server"));
+                        tokio::task::block_in_place(|| server.freeze());
+                        self.server_frozen_until = Some(now + MEMBER_FROZEN_FOR);
+                    }
+                } else {
+                    self.member(MemberState::Frozen, now + MEMBER_FROZEN_FOR)
+                        .await
+                }
             }
             Fault::BlackholeMember => self.member(MemberState::Blackholed, now + lasting).await,
             _ => {}
@@ -550,7 +612,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
     let (backend, proxies) = Backend::start(args.store, &out.join("data")).await?;
     let ttl_ms = args.ttl_ms.unwrap_or(match args.store {
         StoreKind::Server => 1000,
-        StoreKind::Etcd => 3000,
+        StoreKind::Etcd | StoreKind::Postgres => 3000,
     });
     let mut rig = Rig {
         recorder: Recorder::create(&histories.join("harness.jsonl"), "harness")?,
@@ -560,6 +622,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
         proxies,
         ttl_ms,
         member_fault: None,
+        server_frozen_until: None,
         holders: Vec::new(),
         rng: StdRng::seed_from_u64(args.seed),
         frozen: HashMap::new(),
@@ -596,9 +659,5 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Report> {
     let histories = rig.histories.clone();
     drop(rig);
     let events = history::read_dir(&histories)?;
-    let options = check::Options {
-        quorum: args.store == StoreKind::Etcd,
-        ..check::Options::default()
-    };
-    Ok(check::check(&events, &options))
+    Ok(check::check(&events, &args.store.check_options()))
 }

@@ -10,8 +10,11 @@ use std::time::Duration;
 
 use leasehold::driver::Driver;
 use leasehold::etcd::EtcdDriver;
+use leasehold::postgres::PostgresDriver;
 use leasehold::remote::RemoteDriver;
-use leasehold::{is_etcd_url, CancellationToken, ConnectOptions, HoldOptions, Holding, Store};
+use leasehold::{
+    is_etcd_url, is_postgres_url, CancellationToken, ConnectOptions, HoldOptions, Holding, Store,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::runtime::Handle;
@@ -67,7 +70,7 @@ enum Writes {
     Postgres(Fenced),
 }
 
-/// Connects to the server store or etcd, retrying while the store is
+/// Connects to the server store, etcd or PostgreSQL, retrying while the store is
 /// unreachable (it may be restarting).
 async fn connect(url: &str) -> anyhow::Result<Arc<dyn Driver>> {
     let mut tries = 0;
@@ -75,6 +78,10 @@ async fn connect(url: &str) -> anyhow::Result<Arc<dyn Driver>> {
         let options = ConnectOptions::default();
         let driver: leasehold::Result<Arc<dyn Driver>> = if is_etcd_url(url) {
             EtcdDriver::connect(url, options, &Handle::current())
+                .await
+                .map(|d| Arc::new(d) as Arc<dyn Driver>)
+        } else if is_postgres_url(url) {
+            PostgresDriver::connect(url, options, &Handle::current())
                 .await
                 .map(|d| Arc::new(d) as Arc<dyn Driver>)
         } else {

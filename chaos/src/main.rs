@@ -67,11 +67,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check { dir, store } => {
-            let options = check::Options {
-                quorum: store == harness::StoreKind::Etcd,
-                ..check::Options::default()
-            };
-            let report = check::check(&history::read_dir(&dir)?, &options);
+            let report = check::check(&history::read_dir(&dir)?, &store.check_options());
             print!("{report}");
             Ok(verdict(&report))
         }

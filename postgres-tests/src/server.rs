@@ -101,6 +101,25 @@ fn owned_tempdir() -> tempfile::TempDir {
 impl PgServer {
     /// A new server (initdb), started, with `settings` added to its configuration.
     pub fn start(settings: &[&str]) -> PgServer {
+        PgServer::start_with(settings, &[])
+    }
+
+    /// A new server that speaks TLS with the certificate and key given as
+    /// PEM (`ssl = on`), started.
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> PgServer {
+        PgServer::start_with(
+            &[
+                "ssl = on",
+                "ssl_cert_file = 'server.crt'",
+                "ssl_key_file = 'server.key'",
+            ],
+            &[("server.crt", cert_pem), ("server.key", key_pem)],
+        )
+    }
+
+    /// A new server with `settings` and `files` (name, text) in its data
+    /// directory, owned by the server's user and readable by it alone.
+    fn start_with(settings: &[&str], files: &[(&str, &str)]) -> PgServer {
         let server = PgServer {
             dir: owned_tempdir(),
             port: free_port(),
@@ -115,6 +134,18 @@ impl PgServer {
             "--locale=C.UTF-8",
         ]);
         run(initdb, "initdb");
+        for (name, text) in files {
+            let path = server.data().join(name);
+            fs::write(&path, text).expect("write a file of the server's");
+            let mut own = Command::new("chmod");
+            own.arg("600").arg(&path);
+            run(own, "chmod 600");
+            if is_root() {
+                let mut chown = Command::new("chown");
+                chown.arg(OWNER).arg(&path);
+                run(chown, "chown");
+            }
+        }
         server.configure(settings);
         server.run();
         server.psql("CREATE ROLE leasehold LOGIN");
@@ -257,19 +288,22 @@ impl PgServer {
         all
     }
 
-    /// kill -9 of the postmaster, answered once it is gone: its backends
-    /// end on their own soon after.
+    /// kill -9 of the postmaster and every backend, as a crash of its
+    /// machine would end them (also when frozen); answered once they are gone.
     pub fn kill(&self) {
-        let Some(pid) = self.postmaster() else {
-            panic!("no postmaster to kill");
-        };
-        kill(pid, Signal::SIGKILL).expect("kill -9 the postmaster");
+        let all = self.processes();
+        assert!(!all.is_empty(), "no postmaster to kill");
+        for &pid in &all {
+            let _ = kill(pid, Signal::SIGKILL);
+        }
         let until = Instant::now() + Duration::from_secs(10);
-        while fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| !stat.contains(") Z "))
-        {
-            assert!(Instant::now() < until, "the postmaster outlived kill -9");
-            std::thread::sleep(Duration::from_millis(10));
+        for pid in all {
+            while fs::read_to_string(format!("/proc/{pid}/stat"))
+                .is_ok_and(|stat| !stat.contains(") Z "))
+            {
+                assert!(Instant::now() < until, "process {pid} outlived kill -9");
+                std::thread::sleep(Duration::from_millis(10));
+            }
         }
     }
 

@@ -434,3 +434,76 @@ async fn pg_01_the_schema_is_made_once_and_a_newer_one_refused() {
     assert_eq!(refused.kind(), ErrorKind::Unavailable, "{refused}");
     assert!(refused.message().contains("version 99"), "{refused}");
 }
+
+// PG-01: TLS. A server that speaks TLS with a certificate for 127.0.0.1:
+// a store given its CA connects with sslmode=require and its connections are
+// encrypted; a CA that did not sign the server's certificate is refused
+// (Unavailable, naming the certificate); sslmode=require without the
+// certificates to trust fails InvalidArgument before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_01_tls_verifies_the_servers_certificate() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let authority = || {
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("a key")).expect("a CA")
+    };
+    let (ca, stranger) = (authority(), authority());
+    let key = KeyPair::generate().expect("a key");
+    let cert = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .expect("server params")
+        .signed_by(&key, &ca)
+        .expect("a server certificate");
+    let server = tokio::task::spawn_blocking(move || {
+        postgres_tests::server::PgServer::start_tls(&cert.pem(), &key.serialize_pem())
+    })
+    .await
+    .unwrap();
+    let url = format!("{}?sslmode=require&schema=tls", server.url());
+    let trusting = ConnectOptions::default().ca_pem(ca.pem());
+    let store = Store::connect(&url, trusting)
+        .await
+        .expect("connect over TLS");
+    let fence = store
+        .lock("l")
+        .ttl(Duration::from_secs(5))
+        .open()
+        .unwrap()
+        .hold_async("k", |lease| async move {
+            Ok::<_, leasehold::Error>(lease.fence())
+        })
+        .await
+        .unwrap();
+    assert!(fence > 0);
+    let encrypted = server.psql(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
+         WHERE ssl AND application_name = 'leasehold'",
+    );
+    let plain = server.psql(
+        "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
+         WHERE NOT ssl AND application_name = 'leasehold'",
+    );
+    assert!(
+        encrypted.trim().parse::<u32>().unwrap() >= 2,
+        "encrypted connections: {encrypted}"
+    );
+    assert_eq!(plain.trim(), "0", "connections in plain text");
+    store.close().await;
+
+    let refused = Store::connect(&url, ConnectOptions::default().ca_pem(stranger.pem()))
+        .await
+        .expect_err("a certificate from another CA is refused");
+    assert_eq!(refused.kind(), ErrorKind::Unavailable, "{refused}");
+    assert!(
+        refused.message().to_lowercase().contains("certificate"),
+        "{refused}"
+    );
+    let unverifiable = Store::connect(&url, ConnectOptions::default())
+        .await
+        .expect_err("sslmode=require without a CA is refused");
+    assert_eq!(
+        unverifiable.kind(),
+        ErrorKind::InvalidArgument,
+        "{unverifiable}"
+    );
+}

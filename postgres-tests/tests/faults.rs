@@ -1,7 +1,7 @@
 //! PG-08 and the faults of one server, with traffic in flight: six holders
 //! in three stores take turns on two keys (10 ms holds, waiters always in
 //! line) while one more holds a third key throughout, renewing it, and the
-//! fault comes at 2 s. The primary killed (kill -9) and its synchronous
+//! fault comes at 2 s. The primary killed (kill -9 of every process) and its synchronous
 //! standby promoted; the one server killed and started again; every
 //! connection cut by a proxy, twice; the server frozen (SIGSTOP) for 2 s.
 //! Each must end with every hold succeeded (no call failed that could be

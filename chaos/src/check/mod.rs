@@ -122,6 +122,9 @@ pub struct Options {
     /// Whether the store keeps a quorum (etcd), so that a single member's
     /// fault must fail no call ([`Rule::FailedWithQuorum`]).
     pub quorum: bool,
+    /// Whether a killed store keeps its leases when it starts again
+    /// (PostgreSQL): its death then excuses no overlap and no renewal.
+    pub kills_keep_leases: bool,
 }
 
 impl Default for Options {
@@ -130,6 +133,7 @@ impl Default for Options {
             starvation_ns: 2_000_000_000,
             settle_ns: 3_000_000_000,
             quorum: false,
+            kills_keep_leases: false,
         }
     }
 }
@@ -156,7 +160,10 @@ impl Report {
 
 /// Checks the events of one run.
 pub fn check(events: &[Event], options: &Options) -> Report {
-    let run = Run::build(events);
+    let mut run = Run::build(events);
+    if options.kills_keep_leases {
+        run.store_kills.clear();
+    }
     let mut report = Report {
         counts: run.counts,
         faults: run.faults.clone(),

@@ -180,6 +180,33 @@ fn an_overlap_across_a_store_restart_is_excused() {
     assert_eq!(report.excused.get("store restarted"), Some(&1), "{report}");
 }
 
+// PG-08: a store that keeps its leases across a kill (PostgreSQL) excuses
+// no overlap by it, and a renewal after its restart is no violation.
+#[test]
+fn on_a_store_that_keeps_its_leases_a_kill_excuses_nothing() {
+    let options = Options {
+        kills_keep_leases: true,
+        ..Options::default()
+    };
+    let mut overlap = H::default();
+    overlap
+        .hold(1, 1, 10, 0, 1, 700)
+        .fault(300, "kill_server", 0)
+        .fault(400, "restart_server", 0)
+        .hold(2, 2, 11 << 32, 450, 460, 900);
+    let report = check(&overlap.0, &options);
+    assert_eq!(report.of(Rule::TwoHolders), 1, "{report}");
+    assert!(report.excused.is_empty(), "{report}");
+    let mut renewed = H::default();
+    renewed
+        .hold(1, 1, 10, 0, 1, 900)
+        .fault(300, "kill_server", 0)
+        .fault(400, "restart_server", 0)
+        .renewed(600, 601, 1);
+    let report = check(&renewed.0, &options);
+    assert!(report.violations.is_empty(), "{report}");
+}
+
 // LOCK-02
 #[test]
 fn a_fence_that_does_not_grow_fails() {

@@ -161,7 +161,17 @@ pub(crate) fn of(doing: &str, e: &tokio_postgres::Error) -> Error {
     };
     let detail = match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
-        None => e.to_string(),
+        None => {
+            // The causes say what the top does not (a certificate refused, a connection reset).
+            let mut text = e.to_string();
+            let mut cause = std::error::Error::source(e);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            text
+        }
     };
     Error::new(kind, format!("PostgreSQL failed while {doing}: {detail}"))
 }

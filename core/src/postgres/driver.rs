@@ -12,7 +12,8 @@ use tokio::runtime::Handle;
 use tokio::sync::{oneshot, Notify};
 use tokio_postgres::config::SslMode;
 use tokio_postgres::types::Type;
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_util::sync::CancellationToken;
 
 use super::answer::{reason, Answer};
@@ -119,18 +120,12 @@ impl PostgresDriver {
         if config.get_application_name().is_none() {
             config.application_name("leasehold");
         }
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(Error::new(
-                ErrorKind::InvalidArgument,
-                "sslmode=require: this build of Leasehold speaks no TLS to PostgreSQL yet \
-                 (docs/postgres.md)",
-            ));
-        }
+        let tls = tls_of(&mut config, &options)?;
         config.keepalives_idle(Duration::from_secs(10));
-        prepare(&config, &target.schema, options.connect_timeout).await?;
+        prepare(&config, &tls, &target.schema, options.connect_timeout).await?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
             },
@@ -159,6 +154,7 @@ impl PostgresDriver {
         let hearing = Arc::new(Ears(Arc::downgrade(&shared)));
         let listening = listener::start(
             config,
+            tls,
             schema::channel(&target.schema),
             hearing,
             closed.clone(),
@@ -174,11 +170,42 @@ impl PostgresDriver {
     }
 }
 
+/// How the store speaks TLS to PostgreSQL (PG-01): verifying the server's
+/// certificate against `ConnectOptions::ca_pem`, and its name (or IP
+/// address) against the host's. Without those certificates `sslmode=require`
+/// fails `InvalidArgument`, and any other `sslmode` connects in plain text:
+/// the store encrypts only what it can verify.
+fn tls_of(
+    config: &mut tokio_postgres::Config,
+    options: &ConnectOptions,
+) -> Result<MakeRustlsConnect> {
+    if let Some(pem) = &options.ca_pem {
+        return Ok(MakeRustlsConnect::new(crate::remote::client_config(pem)?));
+    }
+    if config.get_ssl_mode() == SslMode::Require {
+        return Err(Error::new(
+            ErrorKind::InvalidArgument,
+            "sslmode=require needs the certificates to trust (ConnectOptions::ca_pem): \
+             the store verifies the server's certificate",
+        ));
+    }
+    config.ssl_mode(SslMode::Disable);
+    let unused = ClientConfig::builder()
+        .with_root_certificates(RootCertStore::empty())
+        .with_no_client_auth();
+    Ok(MakeRustlsConnect::new(unused))
+}
+
 /// Makes or migrates the schema on a connection of its own, and refuses a
 /// database whose fence sequence is behind a fence it gave (PG-04).
-async fn prepare(config: &tokio_postgres::Config, schema: &str, bound: Duration) -> Result<()> {
+async fn prepare(
+    config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
+    schema: &str,
+    bound: Duration,
+) -> Result<()> {
     let doing = "connecting to PostgreSQL";
-    let connected = tokio::time::timeout(bound, config.connect(NoTls))
+    let connected = tokio::time::timeout(bound, config.connect(tls.clone()))
         .await
         .map_err(|_| Error::new(ErrorKind::Timeout, format!("{doing}: no answer in time")))?;
     let (mut client, connection) = connected.map_err(|e| super::calls::of(doing, &e))?;

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::oneshot;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -31,13 +32,14 @@ pub(crate) trait Hearing: Send + Sync + 'static {
 /// time, or with the first connection's failure.
 pub(crate) async fn start(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     channel: String,
     hearing: Arc<dyn Hearing>,
     closed: CancellationToken,
     runtime: &tokio::runtime::Handle,
 ) -> Result<()> {
     let (first_tx, first_rx) = oneshot::channel();
-    runtime.spawn(run(config, channel, hearing, closed, first_tx));
+    runtime.spawn(run(config, tls, channel, hearing, closed, first_tx));
     first_rx
         .await
         .unwrap_or_else(|_| Err(Error::new(ErrorKind::Closed, "the store is closed")))
@@ -54,6 +56,7 @@ fn tell_first(first: &mut First, outcome: Result<()>) {
 
 async fn run(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     channel: String,
     hearing: Arc<dyn Hearing>,
     closed: CancellationToken,
@@ -64,7 +67,7 @@ async fn run(
     loop {
         let listened = tokio::select! {
             _ = closed.cancelled() => return,
-            l = listen(&config, &channel, hearing.as_ref(), &mut first) => l,
+            l = listen(&config, &tls, &channel, hearing.as_ref(), &mut first) => l,
         };
         if listened {
             backoff = BACKOFF_FIRST;
@@ -82,11 +85,12 @@ async fn run(
 /// whether it listened.
 async fn listen(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     channel: &str,
     hearing: &dyn Hearing,
     first: &mut First,
 ) -> bool {
-    let (client, mut connection) = match config.connect(NoTls).await {
+    let (client, mut connection) = match config.connect(tls.clone()).await {
         Ok(c) => c,
         Err(e) => {
             tell_first(first, Err(super::calls::of("listening for grants", &e)));

@@ -52,6 +52,12 @@ pub fn tls_connector(options: &ConnectOptions) -> Result<TlsConnector> {
             "leaseholds:// needs the certificates to trust (ConnectOptions::ca_pem)",
         )
     })?;
+    Ok(TlsConnector::from(Arc::new(client_config(pem)?)))
+}
+
+/// A TLS client configuration that trusts the certificates of `pem` and
+/// no other, and presents none.
+pub fn client_config(pem: &[u8]) -> Result<ClientConfig> {
     let mut roots = RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut &pem[..]) {
         let cert =
@@ -69,10 +75,9 @@ pub fn tls_connector(options: &ConnectOptions) -> Result<TlsConnector> {
             "no certificate in the CA PEM",
         ));
     }
-    let config = ClientConfig::builder()
+    Ok(ClientConfig::builder()
         .with_root_certificates(roots)
-        .with_no_client_auth();
-    Ok(TlsConnector::from(Arc::new(config)))
+        .with_no_client_auth())
 }
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {

@@ -9,6 +9,8 @@ pub mod protocol;
 
 pub use crate::connect::ConnectOptions;
 pub use client::RemoteDriver;
+#[cfg(feature = "postgres")]
+pub(crate) use connection::client_config;
 pub use connection::codec;
 #[cfg(feature = "etcd")]
 pub(crate) use connection::tls_connector;
