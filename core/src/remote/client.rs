@@ -884,22 +884,29 @@ impl Driver for RemoteDriver {
         if s.closed.is_cancelled() {
             return;
         }
-        let (waiters, held): (Vec<(RequestId, Waiter)>, Vec<LeaseId>) = {
+        // The held leases leave the book before their releases go out, so
+        // that nothing answered meanwhile (a renewal that finds a lease
+        // already released, a loss the server pushes) ends one otherwise
+        // than Closed.
+        let (waiters, held) = {
             let mut st = s.lock();
             (
-                st.waiters.drain().collect(),
-                st.held.keys().copied().collect(),
+                st.waiters.drain().collect::<Vec<_>>(),
+                st.held.drain().collect::<Vec<_>>(),
             )
         };
         for (id, w) in waiters {
             s.fire(Request::GiveUp { request_id: id.0 });
             let _ = w.tx.send(Err(closed()));
         }
-        for id in &held {
+        for (id, _) in &held {
             s.fire(Request::Release { lease_id: id.0 });
         }
         let _ = tokio::time::timeout(s.options.connect_timeout, s.call(Request::Ping)).await;
         s.closed.cancel();
+        for (_, h) in held {
+            h.loss.send(LossReason::Closed);
+        }
         let mut st = s.lock();
         for (_, h) in st.held.drain() {
             h.loss.send(LossReason::Closed);
