@@ -1,6 +1,7 @@
 # A real PostgreSQL for the fenced-write recipe (docs/fencing.md) and
 # anything else that needs one (the chaos harness). Included by the root Makefile.
-#   make postgres       starts (Debian's `postgresql`, which `make setup` installs)
+#   make postgres       starts (Debian's `postgresql`, which `make setup` installs
+#                       with `pgbouncer` for the pooler test)
 #                       a throwaway cluster owned by the build, or finds it
 #                       running (a second `make postgres` does nothing more):
 #                         $(CARGO_TARGET_DIR)/postgres/url   the libpq URL to use,
@@ -29,7 +30,7 @@ PG_CLUSTER := PG_DIR=$(PG_DIR) PG_OS_USER=$(PG_OS_USER) bash tools/postgres/clus
 # The URL the tests connect to, read when a recipe runs (after `postgres` wrote it).
 export LEASEHOLD_POSTGRES_URL = $(shell cat $(PG_DIR)/url 2>/dev/null)
 
-APT_PACKAGES += postgresql
+APT_PACKAGES += postgresql pgbouncer
 
 .PHONY: postgres postgres-stop fencing-test
 

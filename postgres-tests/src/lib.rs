@@ -1,9 +1,11 @@
 //! What the PostgreSQL store's tests share: the URL of the PostgreSQL that
 //! `make postgres` runs, a schema of their own for each store they open,
-//! and servers of their own for faults ([`server`]).
+//! servers of their own for faults ([`server`]), and a pooler in
+//! transaction mode ([`pooler`]).
 
 use rand::Rng;
 
+pub mod pooler;
 pub mod server;
 
 /// The URL of the test PostgreSQL: `LEASEHOLD_POSTGRES_URL`, or the file

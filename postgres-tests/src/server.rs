@@ -42,12 +42,12 @@ fn bindir() -> PathBuf {
         .expect("a PostgreSQL server under /usr/lib/postgresql")
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     nix::unistd::Uid::effective().is_root()
 }
 
-/// `program` run as the servers' owner.
-fn as_owner(program: &Path) -> Command {
+/// `program` run as the servers' owner (root cannot run PostgreSQL or PgBouncer).
+pub(crate) fn as_owner(program: &Path) -> Command {
     if is_root() {
         let mut cmd = Command::new("runuser");
         cmd.args(["-u", OWNER, "--"]).arg(program);
@@ -57,7 +57,7 @@ fn as_owner(program: &Path) -> Command {
     }
 }
 
-fn run(mut cmd: Command, what: &str) -> String {
+pub(crate) fn run(mut cmd: Command, what: &str) -> String {
     let out = cmd
         .stdin(Stdio::null())
         .output()
@@ -71,14 +71,15 @@ fn run(mut cmd: Command, what: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port()
 }
 
-fn owned_tempdir() -> tempfile::TempDir {
+/// A temporary folder the servers' OS user owns (when the tests run as root).
+pub(crate) fn owned_tempdir() -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix("leasehold-pg-")
         .tempdir()
@@ -261,8 +262,8 @@ impl PgServer {
         text.lines().next()?.trim().parse().ok().map(Pid::from_raw)
     }
 
-    /// The postmaster and every process it started.
-    fn processes(&self) -> Vec<Pid> {
+    /// The postmaster and every process it started (the first is the postmaster).
+    pub fn processes(&self) -> Vec<Pid> {
         let Some(main) = self.postmaster() else {
             return Vec::new();
         };

@@ -108,20 +108,17 @@ impl PostgresDriver {
         let attempt = target.attempt_timeout.unwrap_or(options.attempt_timeout);
         crate::connect::check_attempt_timeout(attempt)?;
         let mut config = target.config.clone();
-        if let Some(user) = &options.user {
-            config.user(user);
-        }
-        if let Some(password) = &options.password {
-            config.password(password);
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(options.connect_timeout);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("leasehold");
-        }
+        with_options(&mut config, &options);
         let tls = tls_of(&mut config, &options)?;
-        config.keepalives_idle(Duration::from_secs(10));
+        let listen_config = match &target.listen {
+            Some(listen) => {
+                let mut listen = listen.clone();
+                with_options(&mut listen, &options);
+                listen.ssl_mode(config.get_ssl_mode());
+                listen
+            }
+            None => config.clone(),
+        };
         prepare(&config, &tls, &target.schema, options.connect_timeout).await?;
         let manager = Manager::from_config(
             config.clone(),
@@ -153,7 +150,7 @@ impl PostgresDriver {
         });
         let hearing = Arc::new(Ears(Arc::downgrade(&shared)));
         let listening = listener::start(
-            config,
+            listen_config,
             tls,
             schema::channel(&target.schema),
             hearing,
@@ -168,6 +165,25 @@ impl PostgresDriver {
         runtime.spawn(forget(Arc::downgrade(&shared)));
         Ok(PostgresDriver { shared })
     }
+}
+
+/// What the connect options add to a connection's parameters: the
+/// credentials, the connect timeout and application name unless the URL
+/// gives them, and TCP keepalives.
+fn with_options(config: &mut tokio_postgres::Config, options: &ConnectOptions) {
+    if let Some(user) = &options.user {
+        config.user(user);
+    }
+    if let Some(password) = &options.password {
+        config.password(password);
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(options.connect_timeout);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("leasehold");
+    }
+    config.keepalives_idle(Duration::from_secs(10));
 }
 
 /// How the store speaks TLS to PostgreSQL (PG-01): verifying the server's
@@ -212,13 +228,18 @@ async fn prepare(
     let driving = tokio::spawn(connection);
     let checked = async {
         schema::migrate(&mut client, schema).await?;
-        let row = client
-            .query_one(
+        // Unnamed (one round trip, no prepared statement): a pooler in
+        // transaction mode may give the next statement another server.
+        let rows = client
+            .query_typed(
                 &format!("SELECT * FROM {}.fence_check()", quoted(schema)),
                 &[],
             )
             .await
             .map_err(|e| super::calls::of("checking the fence sequence", &e))?;
+        let row = rows
+            .first()
+            .ok_or_else(|| Error::new(ErrorKind::Internal, "fence_check() answered no row"))?;
         let (sequence, given): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
         let (sequence, given) = (sequence.unwrap_or(0), given.unwrap_or(0));
         if sequence < given {

@@ -2,7 +2,9 @@
 //! `postgres://[user[:password]@]h1[:port][,h2[:port]]/DATABASE[?…]`
 //! (or `postgresql://`), with libpq's parameters (`target_session_attrs`,
 //! `sslmode`, `connect_timeout`, `application_name`, …) and Leasehold's own:
-//! `schema` (default `leasehold`), `attempt-timeout` and `pool-size`.
+//! `schema` (default `leasehold`), `attempt-timeout`, `pool-size` and
+//! `listen-host` (where the listening connection goes instead of the URL's
+//! hosts: past a pooler in transaction mode, straight to PostgreSQL; PG-02).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -40,6 +42,10 @@ pub struct PostgresTarget {
     pub attempt_timeout: Option<Duration>,
     /// How many connections the store's calls share (`?pool-size=`).
     pub pool_size: usize,
+    /// The connection parameters of the one connection that LISTENs, when
+    /// `?listen-host=h1[:port][,h2[:port]]` names other hosts than the
+    /// URL's: the same user, database and parameters, those hosts.
+    pub listen: Option<tokio_postgres::Config>,
 }
 
 impl PostgresTarget {
@@ -58,6 +64,7 @@ impl PostgresTarget {
         let mut schema = DEFAULT_SCHEMA.to_owned();
         let mut attempt_timeout = None;
         let mut pool_size = DEFAULT_POOL_SIZE;
+        let mut listen_hosts = None;
         let mut libpq = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
@@ -85,6 +92,18 @@ impl PostgresTarget {
                         .filter(|n| (1..=256).contains(n))
                         .ok_or_else(|| bad("pool-size must be a whole number from 1 to 256"))?;
                 }
+                Some(("listen-host", value)) => {
+                    if value.is_empty()
+                        || value
+                            .split(',')
+                            .any(|h| h.is_empty() || h.contains(['/', '@', '?']))
+                    {
+                        return Err(bad(
+                            "listen-host must be host[:port], or several joined by commas",
+                        ));
+                    }
+                    listen_hosts = Some(value);
+                }
                 _ => libpq.push(pair),
             }
         }
@@ -97,12 +116,31 @@ impl PostgresTarget {
         if config.get_hosts().is_empty() {
             return Err(bad("no host"));
         }
+        let listen = match listen_hosts {
+            Some(hosts) => Some(
+                tokio_postgres::Config::from_str(&with_hosts(&rest, hosts))
+                    .map_err(|e| bad(&format!("listen-host: {e}")))?,
+            ),
+            None => None,
+        };
         Ok(PostgresTarget {
             config,
             schema,
             attempt_timeout,
             pool_size,
+            listen,
         })
+    }
+}
+
+/// `url` (`scheme://[userinfo@]hosts[/…]`) with `hosts` in place of its own.
+fn with_hosts(url: &str, hosts: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, _)) => format!("{scheme}://{userinfo}@{hosts}{tail}"),
+        None => format!("{scheme}://{hosts}{tail}"),
     }
 }
 
@@ -154,8 +192,31 @@ mod tests {
             t.config.get_target_session_attrs(),
             tokio_postgres::config::TargetSessionAttrs::ReadWrite
         );
+        assert!(t.listen.is_none());
         assert!(is_postgres_url("postgres://h/db"));
         assert!(!is_postgres_url("etcd://h/db"));
+    }
+
+    // PG-02: behind a pooler, the listening connection goes to the hosts
+    // listen-host names, with everything else of the URL.
+    #[test]
+    fn pg_02_listen_host_replaces_the_hosts() {
+        let t = PostgresTarget::parse(
+            "postgres://u:pw@pooler:6432/db?listen-host=db1:5432,db2&sslmode=disable&schema=s",
+        )
+        .unwrap();
+        let listen = t.listen.expect("a listening config");
+        assert_eq!(t.config.get_ports(), [6432]);
+        assert_eq!(listen.get_ports(), [5432, 5432]);
+        assert_eq!(listen.get_hosts().len(), 2);
+        assert_eq!(listen.get_user(), Some("u"));
+        assert_eq!(listen.get_password(), Some(&b"pw"[..]));
+        assert_eq!(listen.get_dbname(), Some("db"));
+        assert_eq!(
+            listen.get_ssl_mode(),
+            tokio_postgres::config::SslMode::Disable
+        );
+        assert_eq!(t.schema, "s");
     }
 
     // ERR-01: a bad URL fails InvalidArgument, naming what is wrong and
@@ -174,6 +235,9 @@ mod tests {
                 "attempt-timeout",
             ),
             ("postgres://u:secret@h/db?pool-size=0", "pool-size"),
+            ("postgres://u:secret@h/db?listen-host=", "listen-host"),
+            ("postgres://u:secret@h/db?listen-host=a,,b", "listen-host"),
+            ("postgres://u:secret@h/db?listen-host=x@y", "listen-host"),
             (
                 "postgres://u:secret@h/db?no_such_option=1",
                 "no_such_option",
