@@ -58,6 +58,21 @@ pub async fn sql(statement: &str) -> Vec<tokio_postgres::Row> {
     rows
 }
 
+/// Runs `script` (statements separated by semicolons) on the test
+/// PostgreSQL as its own connection.
+pub async fn sql_script(script: &str) {
+    let (client, connection) = tokio_postgres::connect(&url(), tokio_postgres::NoTls)
+        .await
+        .expect("connect to the test PostgreSQL");
+    let driving = tokio::spawn(connection);
+    client
+        .batch_execute(script)
+        .await
+        .expect("run the SQL script");
+    drop(client);
+    let _ = driving.await;
+}
+
 /// Drops the schemas whose names start with `prefix` (what earlier runs left).
 pub async fn drop_schemas(prefix: &str) {
     let rows = sql(&format!(

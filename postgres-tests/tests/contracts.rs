@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use leasehold::driver::{Driver, Granted, HoldAnswer, HoldRequest, KeyName, Waiting};
 use leasehold::postgres::PostgresDriver;
 use leasehold::{ConnectOptions, ErrorKind, GroupId, LossReason, RequestId, Store};
-use postgres_tests::{fresh_schema, sql, url_with};
+use postgres_tests::{fresh_schema, sql, sql_script, url_with};
 
 async fn driver(schema: &str) -> Arc<PostgresDriver> {
     let url = url_with(schema, "");
@@ -433,6 +433,49 @@ async fn pg_01_the_schema_is_made_once_and_a_newer_one_refused() {
     .expect("a newer schema is refused");
     assert_eq!(refused.kind(), ErrorKind::Unavailable, "{refused}");
     assert!(refused.message().contains("version 99"), "{refused}");
+}
+
+// PG-01: a schema that version 1 of the store made, with a lease held in
+// it, is migrated to version 2 when a store opens it: the lease is still
+// held and the next fence is larger than the one it gave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_01_a_version_1_schema_is_migrated_and_keeps_its_leases() {
+    let schema = fresh_schema("migrate");
+    let q = format!("\"{schema}\"");
+    let v1 = include_str!("../../core/src/postgres/schema_v1.sql")
+        .replace("@schema@", &q)
+        .replace("@channel@", &format!("'{schema}'"));
+    sql_script(&format!(
+        "CREATE SCHEMA {q};
+         CREATE TABLE {q}.version (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL);
+         {v1};
+         INSERT INTO {q}.version VALUES (true, 1)"
+    ))
+    .await;
+    let old = sql(&format!(
+        "SELECT fence FROM {q}.hold('\\x01'::bytea, 'jobs', 'old', 60000, NULL, NULL, true)"
+    ))
+    .await;
+    let old_fence: i64 = old[0].get(0);
+    let d = driver(&schema).await;
+    let version = sql(&format!("SELECT version FROM {q}.version")).await;
+    assert_eq!(version[0].get::<_, i32>(0), 2, "migrated to version 2");
+    let busy = d
+        .hold(request("old", Duration::from_secs(5), false))
+        .await
+        .unwrap();
+    assert!(
+        matches!(busy, HoldAnswer::NotHeld),
+        "the lease version 1 gave is gone: {}",
+        describe(&busy)
+    );
+    let new = granted(&d, request("new", Duration::from_secs(5), false)).await;
+    assert!(
+        new.grant.fence > old_fence as u64,
+        "fence {} after {old_fence}",
+        new.grant.fence
+    );
+    d.close().await;
 }
 
 // PG-01: TLS. A server that speaks TLS with a certificate for 127.0.0.1:

@@ -8,15 +8,23 @@ use tokio_postgres::Client;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The schema version this build makes and understands.
-pub(crate) const VERSION: i32 = 1;
+pub(crate) const VERSION: i32 = 2;
 
-/// Version 1's tables and functions, with `@schema@` and `@channel@` to fill in.
-const V1: &str = include_str!("schema_v1.sql");
+/// The migrations' SQL, in order: the `n`th takes a schema from version
+/// `n` to `n + 1` (version 1 makes the tables and functions; version 2
+/// makes the calls leaner), with `@schema@` and `@channel@` to fill in.
+const STEPS: [&str; VERSION as usize] =
+    [include_str!("schema_v1.sql"), include_str!("schema_v2.sql")];
 
-/// The SQL of the migrations, in order: the `n`th takes a schema from version `n` to `n + 1`.
-fn migrations(schema: &str) -> [String; 1] {
-    [V1.replace("@schema@", &quoted(schema))
-        .replace("@channel@", &format!("'{}'", channel(schema)))]
+/// The migrations for `schema`, filled in.
+fn migrations(schema: &str) -> Vec<String> {
+    STEPS
+        .iter()
+        .map(|step| {
+            step.replace("@schema@", &quoted(schema))
+                .replace("@channel@", &format!("'{}'", channel(schema)))
+        })
+        .collect()
 }
 
 /// `name` quoted as an SQL identifier (the store's schema names need no escaping).
