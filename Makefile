@@ -109,7 +109,8 @@ bench-ids: etcd
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin ids
 
-# Leasehold's server store vs etcd and Redis on this machine (docs/benchmarks.md).
+# Leasehold's server store vs etcd and Redis, and Leasehold on PostgreSQL vs
+# PostgreSQL's lock recipes, on this machine (docs/benchmarks.md).
 bench-compare: etcd
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin compare

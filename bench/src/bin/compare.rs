@@ -1,15 +1,18 @@
 //! Leasehold's server store side by side with etcd's and Redis's lock
-//! recipes, on this machine, in one run:
+//! recipes, and Leasehold on PostgreSQL beside PostgreSQL's two lock
+//! recipes (advisory locks; a `lock_until` table), on this machine, in one run:
 //!
 //! 1. hold cycles (acquire + release) per second and their p50/p99, with 1
 //!    client and with 16 concurrent clients on distinct keys;
 //! 2. handoff: 16 clients contend for one key; the time from the holder's
 //!    release call to the next holder's grant;
 //! 3. how many leases one client process keeps renewed, and its CPU cost;
-//! 4. the floor: a plain loopback TCP round trip (16-byte ping/pong).
+//! 4. on PostgreSQL, what one hold cycle writes: commits and WAL bytes;
+//! 5. the floor: a plain loopback TCP round trip (16-byte ping/pong).
 //!
 //! It starts every server itself (the release `leasehold` binary next to
-//! this one, `etcd`, `redis-server`) on free loopback ports with temporary
+//! this one, `etcd`, `redis-server`, PostgreSQL's `initdb` and `pg_ctl`,
+//! fsync on) on free loopback ports with temporary
 //! data directories, and stops them on exit, error, panic or SIGINT/SIGTERM.
 //! A system whose server cannot be started is skipped, with the reason.
 //!
@@ -23,8 +26,11 @@
 //! `--leases 1000,10000,50000`, `--million N` (1000000: the leases of the
 //! long Leasehold run, ttl 10 s; 0 skips it), `--million-ms N` (60000),
 //! `--markdown FILE` (where the
-//! Markdown section goes; `target/bench-compare.md` by default).
+//! Markdown section goes; `target/bench-compare.md` by default),
+//! `--only TEXT` (only the systems whose name holds TEXT, and the floor).
 
+#[path = "../compare/pg.rs"]
+mod pg;
 #[path = "../compare/procs.rs"]
 mod procs;
 #[path = "../compare/renew.rs"]
@@ -54,6 +60,16 @@ const CLIENTS: usize = 16;
 /// The diagnostic rows: Leasehold's server driven by a minimal wire client.
 const WIRE: &str = "leasehold server, bare wire client (diagnostic)";
 
+/// The loopback floor's rows.
+const FLOOR: &str = "loopback TCP";
+
+/// Leasehold's PostgreSQL store, on the run's PostgreSQL.
+const LH_PG: &str = "leasehold on postgres";
+/// PostgreSQL's advisory-lock recipe (`pg::AdvisoryClient`).
+const ADVISORY: &str = "postgres advisory lock";
+/// PostgreSQL's `lock_until` table recipe (`pg::LockUntilClient`).
+const LOCK_UNTIL: &str = "postgres lock_until table";
+
 /// The 1, 5 and 15 minute load averages.
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
@@ -73,6 +89,8 @@ struct Config {
     million: usize,
     million_span: Duration,
     markdown: PathBuf,
+    /// Only the systems whose name holds this (and the floor).
+    only: Option<String>,
 }
 
 impl Config {
@@ -88,6 +106,7 @@ impl Config {
             million: 1_000_000,
             million_span: Duration::from_secs(60),
             markdown: target_dir().join("bench-compare.md"),
+            only: None,
         };
         let mut it = args.iter();
         while let Some(flag) = it.next() {
@@ -111,6 +130,7 @@ impl Config {
                 "--million" => c.million = value()?.parse()?,
                 "--million-ms" => c.million_span = Duration::from_millis(value()?.parse()?),
                 "--markdown" => c.markdown = PathBuf::from(value()?),
+                "--only" => c.only = Some(value()?),
                 other => bail!("unknown option {other}"),
             }
         }
@@ -152,6 +172,7 @@ struct Servers {
     leasehold: Option<Server>,
     etcd: Option<Server>,
     redis: Option<Server>,
+    postgres: Option<pg::Postgres>,
     skipped: Vec<String>,
 }
 
@@ -189,10 +210,23 @@ async fn start_servers() -> Servers {
         skipped.push("redis: not installed (apt-get install redis-server)".into());
         None
     };
+    let postgres =
+        if procs::on_path("pg_config") || std::path::Path::new("/usr/lib/postgresql").is_dir() {
+            tokio::task::spawn_blocking(pg::start)
+                .await
+                .map_err(anyhow::Error::from)
+                .and_then(|started| started)
+                .map_err(|e| skipped.push(format!("postgres: {e:#}")))
+                .ok()
+        } else {
+            skipped.push("postgres: not installed (apt-get install postgresql)".into());
+            None
+        };
     Servers {
         leasehold,
         etcd,
         redis,
+        postgres,
         skipped,
     }
 }
@@ -217,10 +251,27 @@ struct Results {
     /// Load averages (/proc/loadavg) before and after the run.
     load: (String, String),
     renewed: Vec<(String, String, renew::Renewed)>,
+    /// What `--only` asked for.
+    only: Option<String>,
+    /// Cycles per second with 1 client, per system.
+    per_sec_1: Vec<(String, f64)>,
+    /// What one hold cycle writes on PostgreSQL, per system.
+    pg_writes: Vec<(String, pg::CycleWrites)>,
+    /// The run's PostgreSQL version (empty: none ran).
+    pg_version: String,
     problems: Vec<String>,
 }
 
 impl Results {
+    /// Whether `system` is measured in this run (`--only`).
+    fn wanted(&self, system: &str) -> bool {
+        system == FLOOR
+            || self
+                .only
+                .as_ref()
+                .is_none_or(|o| system.contains(o.as_str()))
+    }
+
     fn failed(&mut self, what: &str, e: anyhow::Error) {
         eprintln!("  {what} FAILED: {e:#}");
         self.problems.push(format!("{what}: {e:#}"));
@@ -254,6 +305,7 @@ impl Results {
                     &mut m.grant,
                 ));
                 self.grant_p50.push((system.into(), m.grant.p50()));
+                self.per_sec_1.push((system.into(), m.per_sec()));
             }
             Kind::Cycle16 => {
                 let what = format!("hold cycle, {setup}");
@@ -308,6 +360,9 @@ async fn plan<L, Fut>(
     L: Locker,
     Fut: std::future::Future<Output = Result<Vec<L>>>,
 {
+    if !res.wanted(system) {
+        return;
+    }
     let clients = match open.await {
         Ok(c) => c,
         Err(e) => return res.failed(&format!("{system}, {setup}: opening the clients"), e),
@@ -330,7 +385,10 @@ async fn plan<L, Fut>(
 }
 
 async fn run(config: &Config) -> Result<Results> {
-    let mut res = Results::default();
+    let mut res = Results {
+        only: config.only.clone(),
+        ..Results::default()
+    };
     res.load.0 = loadavg();
 
     eprintln!("starting the servers");
@@ -355,7 +413,7 @@ async fn run(config: &Config) -> Result<Results> {
     let mut plans = Vec::new();
     let p = &mut plans;
     let r = &mut res;
-    let floor = "loopback TCP";
+    let floor = FLOOR;
     let echo_clients = |n: usize| async move {
         let mut out = Vec::new();
         for _ in 0..n {
@@ -518,6 +576,89 @@ async fn run(config: &Config) -> Result<Results> {
         .await;
     }
 
+    if let Some(server) = &servers.postgres {
+        let (url, port) = (server.leasehold_url(), server.port);
+        let (one, own) = ("16 tasks on one Store", "16 Stores (16 pools)");
+        plan(
+            r,
+            p,
+            (LH_PG, "1 client", Kind::Cycle1),
+            systems::leasehold_shared(&url, 1),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (LH_PG, one, Kind::Cycle16),
+            systems::leasehold_shared(&url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (LH_PG, own, Kind::Cycle16),
+            systems::leasehold_own(&url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (LH_PG, one, Kind::Handoff),
+            systems::leasehold_shared(&url, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (LH_PG, own, Kind::Handoff),
+            systems::leasehold_own(&url, CLIENTS),
+        )
+        .await;
+        let all = "16 clients (16 connections)";
+        plan(
+            r,
+            p,
+            (ADVISORY, "1 client", Kind::Cycle1),
+            pg::advisory_clients(port, 1),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (ADVISORY, all, Kind::Cycle16),
+            pg::advisory_clients(port, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (ADVISORY, "16 clients, blocked in the server", Kind::Handoff),
+            pg::advisory_clients(port, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (LOCK_UNTIL, "1 client", Kind::Cycle1),
+            pg::lock_until_clients(port, 1),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (LOCK_UNTIL, all, Kind::Cycle16),
+            pg::lock_until_clients(port, CLIENTS),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (LOCK_UNTIL, "16 clients, retry every 1 ms", Kind::Handoff),
+            pg::lock_until_clients(port, CLIENTS),
+        )
+        .await;
+    }
+
     // Interleaved rounds, so that load from outside the benchmark, which
     // comes and goes, falls on every system alike.
     let rounds = config.rounds.max(1);
@@ -561,25 +702,50 @@ async fn run(config: &Config) -> Result<Results> {
         }
     }
 
+    if let Some(server) = &servers.postgres {
+        res.pg_version = pg::version(server.port).await;
+        eprintln!("what one hold cycle writes on PostgreSQL");
+        if let Err(e) = count_pg_writes(&mut res, server).await {
+            res.failed("counting PostgreSQL's writes", e);
+        }
+    }
+
     eprintln!("leases kept renewed by one client process");
-    let runs: Vec<(&str, &str, Option<String>, Option<u32>)> = vec![
+    let one = |s: &Option<Server>| s.as_ref().map(|s| renew::ServerProcs::One(s.pid));
+    let on_pg = servers
+        .postgres
+        .as_ref()
+        .map(|_| renew::ServerProcs::Postgres);
+    let runs: Vec<(&str, &str, Option<String>, Option<renew::ServerProcs>)> = vec![
         (
             "leasehold",
             "N holdings on one Store, each renewed every ttl/3 (batched)",
             lh_url.clone(),
-            servers.leasehold.as_ref().map(|s| s.pid),
+            one(&servers.leasehold),
         ),
         (
             "etcd",
             "N keys on ONE lease, one keep-alive every ttl/3",
             etcd_url.clone(),
-            servers.etcd.as_ref().map(|s| s.pid),
+            one(&servers.etcd),
         ),
         (
             "redis",
             "N keys, N PEXPIREs in one pipeline every ttl/3",
             redis_port.map(|p| p.to_string()),
-            servers.redis.as_ref().map(|s| s.pid),
+            one(&servers.redis),
+        ),
+        (
+            LH_PG,
+            "N holdings on one Store, renewed by group every ttl/3",
+            servers.postgres.as_ref().map(pg::Postgres::leasehold_url),
+            on_pg,
+        ),
+        (
+            LOCK_UNTIL,
+            "N rows, one UPDATE per 1,000 rows every ttl/3",
+            servers.postgres.as_ref().map(|s| s.port.to_string()),
+            on_pg,
         ),
     ];
     let mut planned: Vec<(usize, Duration, Duration, usize)> = config
@@ -596,14 +762,17 @@ async fn run(config: &Config) -> Result<Results> {
             let (Some(target), Some(pid)) = (target, pid) else {
                 continue;
             };
+            if !res.wanted(system) {
+                continue;
+            }
             let span = if span.is_zero() {
                 config.renew_span
             } else {
                 span
             };
-            let (system, target, pid) = (*system, target.clone(), *pid);
+            let (system, target, procs) = (*system, target.clone(), *pid);
             let measured = tokio::task::spawn_blocking(move || {
-                renew::measure(system, &target, n, ttl, span, pid)
+                renew::measure(system, &target, n, ttl, span, procs)
             })
             .await
             .context("the renewal measurement panicked")?;
@@ -637,8 +806,35 @@ async fn run(config: &Config) -> Result<Results> {
         }
     }
     drop(servers);
+    pg::stop();
     res.load.1 = loadavg();
     Ok(res)
+}
+
+/// Counts what [`pg::COUNTED_CYCLES`] hold cycles of one client write on
+/// PostgreSQL, for each system on it, one after the other.
+async fn count_pg_writes(res: &mut Results, server: &pg::Postgres) -> Result<()> {
+    let admin = pg::connect(server.port).await?;
+    let url = server.leasehold_url();
+    if res.wanted(LH_PG) {
+        for client in systems::leasehold_shared(&url, 1).await? {
+            let w = pg::count_writes(&admin, client).await?;
+            res.pg_writes.push((LH_PG.into(), w));
+        }
+    }
+    if res.wanted(ADVISORY) {
+        for client in pg::advisory_clients(server.port, 1).await? {
+            let w = pg::count_writes(&admin, client).await?;
+            res.pg_writes.push((ADVISORY.into(), w));
+        }
+    }
+    if res.wanted(LOCK_UNTIL) {
+        for client in pg::lock_until_clients(server.port, 1).await? {
+            let w = pg::count_writes(&admin, client).await?;
+            res.pg_writes.push((LOCK_UNTIL.into(), w));
+        }
+    }
+    Ok(())
 }
 
 fn ratio(a: Option<Duration>, b: Option<Duration>) -> Option<f64> {
@@ -692,10 +888,79 @@ fn machine() -> String {
     format!("{cores} cores ({cpu}), Linux {kernel}")
 }
 
+/// The PostgreSQL section: Leasehold on PostgreSQL against the two
+/// recipes on the same server, and what a hold cycle writes.
+fn pg_markdown(md: &mut String, res: &Results) {
+    let handoff = |system: &str| -> Vec<(&str, Option<Duration>)> {
+        res.handoff
+            .iter()
+            .filter(|(s, _, _)| s == system)
+            .map(|(_, setup, p50)| (setup.as_str(), *p50))
+            .collect()
+    };
+    let lh = handoff(LH_PG);
+    if lh.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n### On PostgreSQL\n\nLeasehold's PostgreSQL store against the two recipes teams \
+         lock with on PostgreSQL, on the same server in the same run.\n"
+    );
+    let _ = writeln!(md, "| ratio | value | target | |");
+    let _ = writeln!(md, "|---|---:|---|---|");
+    for recipe in [ADVISORY, LOCK_UNTIL] {
+        let Some((_, theirs)) = handoff(recipe).first().copied() else {
+            continue;
+        };
+        for (setup, ours) in &lh {
+            let r = ratio(*ours, theirs);
+            let _ = writeln!(
+                md,
+                "| handoff p50, {LH_PG} ({setup}) / {recipe} | {} | < 1 | {} |",
+                show_ratio(r),
+                verdict(r.map(|r| r < 1.0))
+            );
+        }
+    }
+    let one = |system: &str| {
+        res.per_sec_1
+            .iter()
+            .find(|(s, _)| s == system)
+            .map(|(_, v)| *v)
+    };
+    if let (Some(ours), Some(advisory)) = (one(LH_PG), one(ADVISORY)) {
+        let r = advisory / ours;
+        let _ = writeln!(
+            md,
+            "| 1-client cycle time, {LH_PG} / {ADVISORY} (their cycles/s over ours) | {r:.2} | ≤ 1.5 | {} |",
+            verdict(Some(r <= 1.5))
+        );
+    }
+    if !res.pg_writes.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nWhat one hold cycle writes ({} cycles of one client on one key, one system at a \
+             time; counted from the next transaction id and the WAL position before and after, \
+             so a Leasehold store's renewals and sweeps over the span count too). Each commit \
+             that wrote waits for a WAL flush (fsync is on).\n",
+            pg::COUNTED_CYCLES
+        );
+        let _ = writeln!(
+            md,
+            "| system | commits that wrote, per cycle | WAL bytes per cycle |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|");
+        for (system, w) in &res.pg_writes {
+            let _ = writeln!(md, "| {system} | {:.2} | {:.0} |", w.commits, w.wal_bytes);
+        }
+    }
+}
+
 fn markdown(config: &Config, res: &Results) -> String {
     let mut md = String::new();
     let w = config.window;
-    let _ = writeln!(md, "## Server store vs etcd and Redis\n");
+    let _ = writeln!(md, "## Server store vs etcd, Redis and PostgreSQL\n");
     let _ = writeln!(
         md,
         "Measured {} on {}: server and clients on the same machine, over loopback.",
@@ -711,7 +976,7 @@ fn markdown(config: &Config, res: &Results) -> String {
     let _ = writeln!(
         md,
         "Versions: leasehold at commit {} (release build; uncommitted changes in the tree \
-         count too); etcd {}; {}.\n",
+         count too); etcd {}; {}; PostgreSQL {}.\n",
         procs::first_line_of("git", &["rev-parse", "--short", "HEAD"]),
         procs::first_line_of(&procs::etcd_binary().to_string_lossy(), &["--version"])
             .trim_start_matches("etcd Version: ")
@@ -720,7 +985,12 @@ fn markdown(config: &Config, res: &Results) -> String {
             .split(" sha=")
             .next()
             .unwrap_or("redis")
-            .trim()
+            .trim(),
+        if res.pg_version.is_empty() {
+            "not run"
+        } else {
+            &res.pg_version
+        }
     );
     let _ = writeln!(
         md,
@@ -810,6 +1080,7 @@ fn markdown(config: &Config, res: &Results) -> String {
         "\nThe loopback round trip p50 the ratios divide by: {}.",
         show(floor)
     );
+    pg_markdown(&mut md, res);
 
     if !res.renewed.is_empty() {
         let _ = writeln!(
@@ -838,7 +1109,7 @@ fn markdown(config: &Config, res: &Results) -> String {
             let renewals = r.n as f64 * span / (r.ttl.as_secs_f64() / 3.0);
             let _ = writeln!(
                 md,
-                "| {system} | {how} | {} | {} s | {:.1}% of a core | {:.3} µs | {:.1}% of a core | {} | {} | {:.0} B | {:.0} B |",
+                "| {system} | {how} | {} | {} s | {:.1}% of a core | {:.3} µs | {:.1}% of a core | {} | {} | {:.0} B | {} |",
                 show_rate(r.n as f64),
                 r.ttl.as_secs(),
                 100.0 * r.client_cpu.as_secs_f64() / span,
@@ -848,6 +1119,7 @@ fn markdown(config: &Config, res: &Results) -> String {
                 show(Some(r.setup)),
                 r.client_bytes,
                 r.server_bytes
+                    .map_or_else(|| "–".into(), |b| format!("{b:.0} B"))
             );
         }
     }
@@ -872,11 +1144,28 @@ fn markdown(config: &Config, res: &Results) -> String {
            (EVALSHA); no persistence (`--save '' --appendonly no`). Redis pushes nothing when a \
            key is freed, so a waiter retries every {} ms. One multiplexed connection (TCP_NODELAY) \
            per client. Renewal is a plain PEXPIRE per key (no token check).\n\
+         - Leasehold on PostgreSQL: the same calls on `postgres://leasehold@127.0.0.1:PORT/leasehold?schema=bench` \
+           (a pool of 8 connections per Store and one that LISTENs): one transaction per grant \
+           and per release, a waiter's grant pushed by NOTIFY.\n\
+         - PostgreSQL advisory lock: `SELECT pg_advisory_lock(hashtextextended(key, 0))`, which \
+           waits in the server while another session holds the key, then \
+           `pg_advisory_unlock`; prepared statements, a connection per client. No fence, no \
+           deadline, not replicated; held as long as the session.\n\
+         - PostgreSQL `lock_until` table (ShedLock's JDBC recipe with the database's time): \
+           `INSERT … ON CONFLICT (name) DO UPDATE … WHERE lock_until <= now()` to take (ttl 10 s), \
+           `UPDATE … SET lock_until = now() WHERE name = $1 AND locked_by = $2` to release; a \
+           waiter retries every {} ms; prepared statements, a connection per client. Renewal: one \
+           `UPDATE … WHERE name = ANY($1)` per 1,000 rows. The advisory lock has no renewal row: \
+           it needs none, and 50,000 locks would not fit the server's lock table \
+           (max_locks_per_transaction × max_connections).\n\
+           PostgreSQL runs with fsync on (a server of the run's own, made by initdb in /tmp), \
+           max_connections 500.\n\
          - Floor: a 16-byte ping/pong over loopback TCP with TCP_NODELAY, to an echo server on \
            its own thread in the benchmark process.\n\
          - Handoff: each holder releases at once, then asks again only after another client got \
            the key, so each sample is a handoff between two clients with 15 waiting.",
-        systems::REDIS_RETRY.as_millis()
+        systems::POLL_RETRY.as_millis(),
+        systems::POLL_RETRY.as_millis()
     );
     if !res.problems.is_empty() {
         let _ = writeln!(md, "\nProblems seen in this run:\n");
@@ -927,6 +1216,7 @@ fn main() -> ExitCode {
             }
             eprintln!("compare: interrupted; stopping the servers");
             procs::stop_all();
+            pg::stop();
             std::process::exit(130);
         });
         run(&config).await

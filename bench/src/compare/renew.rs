@@ -37,23 +37,69 @@ pub struct Renewed {
     pub setup: Duration,
     /// The client's resident memory per lease held (growth over taking them, bytes).
     pub client_bytes: f64,
-    /// The server's resident memory per lease held (growth over taking them, bytes).
-    pub server_bytes: f64,
+    /// The server's resident memory per lease held (growth over taking
+    /// them, bytes); none for a server of many processes sharing memory.
+    pub server_bytes: Option<f64>,
 }
 
-/// Runs one measurement in a child process: `system` is leasehold, etcd or
-/// redis, `target` its URL, endpoint or port.
+/// The processes whose CPU time and memory are the server's.
+#[derive(Debug, Clone, Copy)]
+pub enum ServerProcs {
+    /// One process (Leasehold's server, etcd, Redis).
+    One(u32),
+    /// The run's PostgreSQL: the postmaster and its backends.
+    Postgres,
+}
+
+impl ServerProcs {
+    fn pids(self) -> Vec<u32> {
+        match self {
+            ServerProcs::One(pid) => vec![pid],
+            ServerProcs::Postgres => super::pg::pids(),
+        }
+    }
+
+    /// Each process's CPU time now.
+    fn cpu_times(self) -> Vec<(u32, Duration)> {
+        self.pids()
+            .into_iter()
+            .filter_map(|pid| Some((pid, procs::cpu_time(&pid.to_string()).ok()?)))
+            .collect()
+    }
+
+    /// The CPU time the processes used since `before` (a process started
+    /// since counts whole; one that ended since is not counted).
+    fn cpu_since(self, before: &[(u32, Duration)]) -> Duration {
+        self.cpu_times()
+            .into_iter()
+            .map(|(pid, now)| {
+                let was = before.iter().find(|(p, _)| *p == pid).map(|(_, d)| *d);
+                now.saturating_sub(was.unwrap_or_default())
+            })
+            .sum()
+    }
+
+    /// The resident memory of a one-process server.
+    fn rss(self) -> Result<Option<u64>> {
+        match self {
+            ServerProcs::One(pid) => Ok(Some(procs::rss_bytes(&pid.to_string())?)),
+            ServerProcs::Postgres => Ok(None),
+        }
+    }
+}
+
+/// Runs one measurement in a child process: `system` names the client
+/// (see [`child_main`]), `target` its URL, endpoint or port.
 pub fn measure(
     system: &str,
     target: &str,
     n: usize,
     ttl: Duration,
     span: Duration,
-    server_pid: u32,
+    server: ServerProcs,
 ) -> Result<Renewed> {
     let exe = std::env::current_exe()?;
-    let pid = server_pid.to_string();
-    let server_rss = procs::rss_bytes(&pid)?;
+    let server_rss = server.rss()?;
     let mut child = Command::new(exe)
         .args(["renew-child", system, target, &n.to_string()])
         .arg(ttl.as_millis().to_string())
@@ -76,7 +122,7 @@ pub fn measure(
     // the releases, and time to spare (a second per 10,000 leases, at least a minute).
     let spare = Duration::from_secs(60.max(n as u64 / 10_000));
     let deadline = Instant::now() + span + spare;
-    let mut server_grew = 0;
+    let mut server_grew = None;
     let mut setup = None;
     let mut server_start = None;
     let mut spanned = None;
@@ -94,12 +140,18 @@ pub fn measure(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         };
         if let Some(rest) = line.strip_prefix("ready ") {
-            server_start = Some(procs::cpu_time(&pid)?);
-            server_grew = procs::rss_bytes(&pid)?.saturating_sub(server_rss);
+            server_start = Some(server.cpu_times());
+            server_grew = server
+                .rss()?
+                .zip(server_rss)
+                .map(|(now, was)| now.saturating_sub(was));
             setup = Some(Duration::from_micros(field(rest, "setup_us")?));
         } else if let Some(rest) = line.strip_prefix("span ") {
-            let server_cpu = procs::cpu_time(&pid)?
-                - server_start.ok_or_else(|| anyhow!("span before ready"))?;
+            let server_cpu = server.cpu_since(
+                server_start
+                    .as_ref()
+                    .ok_or_else(|| anyhow!("span before ready"))?,
+            );
             spanned = Some((
                 Duration::from_millis(field(rest, "span_ms")?),
                 Duration::from_micros(field(rest, "cpu_us")?),
@@ -117,7 +169,7 @@ pub fn measure(
                 lost: field(rest, "lost")? as usize,
                 setup: setup.unwrap_or_default(),
                 client_bytes: field(rest, "rss_grew")? as f64 / n.max(1) as f64,
-                server_bytes: server_grew as f64 / n.max(1) as f64,
+                server_bytes: server_grew.map(|b| b as f64 / n.max(1) as f64),
             });
         }
     }
@@ -158,7 +210,10 @@ pub fn child_main(args: &[String]) -> Result<()> {
         .build()?;
     let outcome = rt.block_on(async {
         match system.as_str() {
-            "leasehold" => leasehold(target, n, ttl, span).await,
+            "leasehold" | "leasehold on postgres" => leasehold(target, n, ttl, span).await,
+            "postgres lock_until table" => {
+                super::pg::lock_until_renew(target.parse()?, n, ttl, span).await
+            }
             "etcd" => etcd(target, n, ttl, span).await,
             "redis" => redis_renew(target.parse()?, n, ttl, span).await,
             other => bail!("unknown system {other}"),
@@ -172,21 +227,24 @@ pub fn child_main(args: &[String]) -> Result<()> {
     outcome
 }
 
-fn self_cpu() -> Duration {
+/// This process's CPU time.
+pub fn self_cpu() -> Duration {
     procs::cpu_time("self").unwrap_or_default()
 }
 
-fn self_rss() -> u64 {
+/// This process's resident memory.
+pub fn self_rss() -> u64 {
     procs::rss_bytes("self").unwrap_or_default()
 }
 
-fn ready(setup: Duration) {
+/// Tells the parent every lease is taken, and how long that took.
+pub fn ready(setup: Duration) {
     println!("ready setup_us={}", setup.as_micros());
 }
 
 /// The span is over: said before the leases are checked and let go, so
 /// that the server's CPU over the span does not count their release.
-fn spanned(span: Duration, cpu: Duration) {
+pub fn spanned(span: Duration, cpu: Duration) {
     println!(
         "span span_ms={} cpu_us={}",
         span.as_millis(),
@@ -194,7 +252,8 @@ fn spanned(span: Duration, cpu: Duration) {
     );
 }
 
-fn report(lost: usize, rss_grew: u64) {
+/// Tells the parent the leases lost and the memory they took.
+pub fn report(lost: usize, rss_grew: u64) {
     println!("result lost={lost} rss_grew={rss_grew}");
 }
 

@@ -27,7 +27,7 @@ pub trait Locker: Send + 'static {
 /// The lock name every Leasehold workload uses.
 pub const LEASEHOLD_LOCK: &str = "bench";
 
-/// Leasehold's server store: `lock.begin` then `holding.end`.
+/// Leasehold on any store: `lock.begin` then `holding.end`.
 pub struct LeaseholdClient {
     lock: Lock,
 }
@@ -153,8 +153,9 @@ pub struct RedisClient {
 pub const RELEASE_SCRIPT: &str =
     "if redis.call('get',KEYS[1])==ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
 
-/// How long a Redis waiter sleeps between two tries.
-pub const REDIS_RETRY: Duration = Duration::from_millis(1);
+/// How long a waiter that polls (Redis, PostgreSQL's `lock_until` recipe)
+/// sleeps between two tries.
+pub const POLL_RETRY: Duration = Duration::from_millis(1);
 
 impl Locker for RedisClient {
     type Held = (String, String);
@@ -174,7 +175,7 @@ impl Locker for RedisClient {
             if set.is_some() {
                 return Ok((key.to_owned(), token));
             }
-            tokio::time::sleep(REDIS_RETRY).await;
+            tokio::time::sleep(POLL_RETRY).await;
         }
     }
 
