@@ -628,6 +628,14 @@ impl Driver for PostgresDriver {
             } => {
                 if let Some(h) = s.lock().held.get_mut(&lease) {
                     h.expires_at = h.expires_at.max(now + expires_in);
+                    // Each answer bounds the maxHold anew from its own send
+                    // time: the earliest bound stands, so that a lease the
+                    // database lets live to its maxHold is seen revoked,
+                    // not expired, whatever the latency of each call.
+                    if let Some(left) = revoke_in {
+                        let at = now + left;
+                        h.revoke_at = Some(h.revoke_at.map_or(at, |old| old.min(at)));
+                    }
                     if ttl.is_some_and(|t| t != h.ttl) {
                         h.group = None;
                     }
