@@ -16,12 +16,11 @@
 --     orders every change to the line) and without a statement for a
 --     waiter that is still alive;
 --   - looks again without the key's lock when the request is granted or
---     over already (a pushed grant's look is one read, no write);
---   - commits a release that granted nobody without waiting for its WAL
---     flush (synchronous_commit off for that transaction alone): lost in a
---     crash, such a release leaves the lease held until it runs out, which
---     the key's next grant waits for anyway; every grant still commits
---     durably, and its flush carries any release it followed.
+--     over already (a pushed grant's look is one read, no write).
+-- Every call that writes still waits for its WAL flush. (A release that
+-- granted nobody could commit without waiting; but lost in a crash, its
+-- lease would come back in its store's renewal group and be renewed with
+-- the group for as long as that store runs: the key held for good.)
 
 -- Locks a key's row, making it on first use.
 CREATE OR REPLACE FUNCTION @schema@.lock_key(p_lock text, p_key text) RETURNS void
@@ -136,8 +135,7 @@ BEGIN
 END $$;
 
 -- LOCK-01: lets a held lease go and grants the next in line. Answers
--- released, or why the lease was already over. A release that granted
--- nobody commits without waiting for its WAL flush (see the top).
+-- released, or why the lease was already over.
 CREATE OR REPLACE FUNCTION @schema@.release(p_request bytea) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -164,10 +162,6 @@ BEGIN
     WHERE request = p_request;
     UPDATE @schema@.keys SET holder = NULL WHERE lock = r.lock AND key = r.key AND holder = p_request;
     PERFORM @schema@.promote(r.lock, r.key);
-    PERFORM 1 FROM @schema@.keys WHERE lock = r.lock AND key = r.key AND holder IS NULL;
-    IF FOUND THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
     RETURN coalesce(v_why, 'released');
 END $$;
 
