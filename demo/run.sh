@@ -4,6 +4,9 @@
 # resource (one file per key) that refuses a fence not larger than the last.
 # make demo-etcd (DEMO_STORE=etcd): the same holders on a 3-member etcd
 # cluster on loopback, whose leader is killed (kill -9) halfway through.
+# make demo-postgres (DEMO_STORE=postgres): the same holders on a PostgreSQL
+# of the demo's own (tools/postgres/cluster.sh), killed (kill -9 of the
+# postmaster and every backend) halfway through and started again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$PWD/target}"
@@ -16,10 +19,12 @@ cargo build --release -q -p leasehold-server -p leasehold-demo
 work=$(mktemp -d)
 server_pid=
 etcd_pids=()
+pg_cluster() { PG_DIR="$work/pg" bash tools/postgres/cluster.sh "$@"; }
 cleanup() {
   local status=$?
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
   for pid in "${etcd_pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  [ "$store" = postgres ] && { pg_cluster stop >/dev/null 2>&1 || true; }
   rm -rf "$work"
   exit "$status"
 }
@@ -63,6 +68,13 @@ PY
   [ -n "$(leader)" ] || { echo "the etcd cluster did not start:"; cat "$work"/etcd-m*.log; exit 1; }
   export LEASEHOLD_STORE="etcd://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}/demo"
   echo "etcd store on $LEASEHOLD_STORE (3 members); holders: rust ${langs}"
+elif [ "$store" = postgres ]; then
+  # The cluster's owner (postgres, under root) must reach its folder.
+  chmod 755 "$work"
+  pg_cluster start >/dev/null
+  pg_port=$(cat "$work/pg/port")
+  export LEASEHOLD_STORE="$(cat "$work/pg/url")?schema=demo"
+  echo "PostgreSQL store on $LEASEHOLD_STORE; holders: rust ${langs}"
 else
   "$CARGO_TARGET_DIR/release/leasehold" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
     >"$work/server.out" 2>"$work/server.log" &
@@ -99,6 +111,27 @@ if [ "$store" = etcd ]; then
   killed=$(leader)
   kill -9 "${etcd_pids[$killed]}"
   echo "$(date +%T.%3N) killed the etcd leader m$killed (kill -9) while the holders held and waited"
+elif [ "$store" = postgres ]; then
+  sleep "$(python3 -c "print($seconds / 2)")"
+  postmaster=$(head -n 1 "$work/pg/data/postmaster.pid")
+  backends=$(pgrep -P "$postmaster" || true)
+  kill -9 "$postmaster" $backends
+  echo "$(date +%T.%3N) killed PostgreSQL (kill -9 of the postmaster and its backends) while the holders held and waited"
+  # Started again once every killed process is gone (they hold its shared memory).
+  for pid in "$postmaster" $backends; do
+    while grep -qv ') Z ' "/proc/$pid/stat" 2>/dev/null; do sleep 0.05; done
+  done
+  # The dead postmaster's lock files name its pid, which lives on as a
+  # zombie until reaped: a new postmaster would wait for it, pg_ctl would
+  # take the old pid file for the new server's. Both are known dead here.
+  rm -f "$work/pg/data/postmaster.pid" "$work"/pg/run/.s.PGSQL.*.lock
+  for try in $(seq 50); do
+    pg_cluster start >/dev/null 2>&1 && break
+    [ "$try" = 50 ] && { echo "PostgreSQL did not start again:"; tail -n 20 "$work/pg/log"; exit 1; }
+    sleep 0.1
+  done
+  [ "$(cat "$work/pg/port")" = "$pg_port" ] || { echo "PostgreSQL came back on another port"; exit 1; }
+  echo "$(date +%T.%3N) PostgreSQL started again on its data"
 fi
 failed=0
 for pid in "${pids[@]}"; do
@@ -117,4 +150,6 @@ fi
 echo "every fence the resource saw was larger than the one before: no two holders overlapped"
 if [ "$store" = etcd ]; then
   echo "no lease was lost: every holder's every hold ended without a loss, through the leader's death"
+elif [ "$store" = postgres ]; then
+  echo "no lease was lost: every holder's every hold ended without a loss, through the database's crash"
 fi

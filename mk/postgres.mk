@@ -22,6 +22,8 @@
 #                       it; `make rust-test` runs it too, python-test and
 #                       node-test run their languages' helpers' tests
 #   make fencing-go-test  the Go helper's tests (in `make test`)
+#   make demo-postgres  the demo's holders (every language) on a PostgreSQL of
+#                       the demo's own, killed and started again halfway through
 # Every test that writes to it has `postgres` as a prerequisite.
 
 PG_DIR := $(CARGO_TARGET_DIR)/postgres
@@ -32,7 +34,7 @@ export LEASEHOLD_POSTGRES_URL = $(shell cat $(PG_DIR)/url 2>/dev/null)
 
 APT_PACKAGES += postgresql pgbouncer
 
-.PHONY: postgres postgres-stop fencing-test
+.PHONY: postgres postgres-stop fencing-test demo-postgres
 
 # The tests that write to it start it first.
 rust-test python-test node-test go-test jvm-test: postgres
@@ -54,3 +56,7 @@ TEST_STEPS += fencing-go-test
 fencing-go-test: postgres go-toolchain go-lib
 	cd $(GO_DIR)/fencing/pgtest && $(GO) vet ./... && \
 		GODEBUG=cgocheck=1 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO) test -race -count=1 ./...
+
+# The demo on PostgreSQL (demo/run.sh, DEMO_STORE=postgres).
+demo-postgres: setup
+	DEMO_STORE=postgres DEMO_SECONDS=$${DEMO_SECONDS:-8} DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh

@@ -30,8 +30,13 @@ running() {
   [ -f "$DATA/postmaster.pid" ] && as_owner "$bindir/pg_ctl" status -D "$DATA" >/dev/null 2>&1
 }
 
+# Whether the port can be bound as PostgreSQL binds it (SO_REUSEADDR: the
+# connections of a server killed a moment ago may linger in TIME_WAIT).
 port_free() {
-  python3 -c 'import socket, sys; socket.socket().bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
+  python3 -c 'import socket, sys
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
 }
 
 free_port() {
