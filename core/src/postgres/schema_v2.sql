@@ -17,6 +17,12 @@
 --     waiter that is still alive;
 --   - looks again without the key's lock when the request is granted or
 --     over already (a pushed grant's look is one read, no write).
+--   - a grant into a live renewal group moves the group's expiry to at
+--     least the grant's (version 1 moved it only for a group it made
+--     anew): the core counts a grant into a group as the group's renewal,
+--     as the other stores do, so a group whose leases keep being granted
+--     and so is renewed less often must not run out in the database
+--     before its holders' deadlines.
 -- Every call that writes still waits for its WAL flush. (A release that
 -- granted nobody could commit without waiting; but lost in a crash, its
 -- lease would come back in its store's renewal group and be renewed with
@@ -231,4 +237,22 @@ BEGIN
         END IF;
         UPDATE @schema@.requests SET ended = 'expired', ended_at = v_now WHERE request = v_next;
     END LOOP;
+END $$;
+
+-- Adds a lease granted at `v_now` to group `p_group`, whose expiry moves to
+-- at least `p_until`. A group past its expiry is made anew: the leases it
+-- held are over first, so that no lease that ran out lives again (LOCK-05).
+CREATE OR REPLACE FUNCTION @schema@.join_group(p_group bytea, p_until timestamptz, v_now timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO @schema@.groups VALUES (p_group, p_until) ON CONFLICT (id) DO NOTHING;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    PERFORM 1 FROM @schema@.groups WHERE id = p_group AND expires_at <= v_now FOR UPDATE;
+    IF FOUND THEN
+        UPDATE @schema@.requests SET ended = 'expired', ended_at = v_now
+        WHERE group_id = p_group AND ended IS NULL AND fence IS NOT NULL AND expires_at <= v_now;
+    END IF;
+    UPDATE @schema@.groups SET expires_at = p_until WHERE id = p_group AND expires_at < p_until;
 END $$;
