@@ -14,7 +14,7 @@ JVM_OUT := $(CARGO_TARGET_DIR)/jvm
 UNIFFI_BINDGEN := $(CARGO_TARGET_DIR)/debug/uniffi-bindgen
 # -q: Maven's own chatter off; the Kotlin daemon off (it would stay up with 1.5 GB).
 MVN_FLAGS := -B -q -Dkotlin.compiler.daemon=false -Dstyle.color=never
-JVM_SOURCES := $(JVM_DIR)/Cargo.toml $(JVM_DIR)/uniffi.toml $(wildcard $(JVM_DIR)/src/*.rs) $(shell find core/src bridge/src -name '*.rs')
+JVM_SOURCES := $(JVM_DIR)/Cargo.toml $(JVM_DIR)/uniffi.toml $(shell find $(JVM_DIR)/src -name '*.rs') $(shell find core/src bridge/src -name '*.rs')
 
 TEST_STEPS += jvm-test
 DEMO_HOLDERS += jvm

@@ -1,8 +1,7 @@
 //! The ID generator on slot leases (IDGEN): layouts, the parts of an ID,
 //! and the generator opened by `NativeStore::ids`. What an ID holds, when
 //! one can be issued and what a close hands on are the core's
-//! (`leasehold::idgen`); `next_now` is the core's non-waiting call and
-//! nothing more.
+//! (`leasehold::idgen`). Issuing is on the hot path (`natives::ids`).
 
 use std::sync::Arc;
 
@@ -13,6 +12,7 @@ use leasehold_bridge::Cancel;
 
 use crate::calls;
 use crate::errors::NativeError;
+use crate::natives::handles;
 use crate::slots::NativeSlotLease;
 
 /// The most IDs one `take` or `take_now` asks for.
@@ -119,7 +119,7 @@ pub fn id_layout_parts(layout: NativeIdLayout, id: u64) -> Result<NativeIdParts,
 }
 
 /// How many IDs a call asks for: 1 to [`MAX_TAKE`], else `InvalidArgument`.
-fn count(n: u32) -> leasehold::Result<usize> {
+pub(crate) fn count(n: u32) -> leasehold::Result<usize> {
     if n == 0 || n > MAX_TAKE {
         return Err(Error::new(
             ErrorKind::InvalidArgument,
@@ -141,38 +141,20 @@ impl NativeIdGenerator {
     pub(crate) fn new(ids: IdGenerator) -> Arc<NativeIdGenerator> {
         Arc::new(NativeIdGenerator { ids })
     }
+
+    /// The core generator.
+    pub(crate) fn core(&self) -> &IdGenerator {
+        &self.ids
+    }
 }
 
 #[uniffi::export]
 impl NativeIdGenerator {
-    /// The next ID without waiting: `NotReady` when none can be issued yet,
-    /// `Overflow` when the layout's time is used up, `Lost` once the slot
-    /// was lost or the generator closed (IDGEN-04).
-    pub fn next_now(&self) -> Result<u64, NativeError> {
-        Ok(self.ids.next()?)
-    }
-
-    /// The next ID, waiting while none can be issued yet. Cancelling the
-    /// awaiting coroutine stops waiting.
-    pub async fn next(&self) -> Result<u64, NativeError> {
-        let ids = self.ids.clone();
-        calls::spawn(Cancel::Drop, async move { ids.next_async().await }).await
-    }
-
-    /// As many IDs as can be issued now, 1 to `n` (at most [`MAX_TAKE`]);
-    /// fails as `next_now` when none can.
-    pub fn take_now(&self, n: u32) -> Result<Vec<u64>, NativeError> {
-        let mut out = vec![0; count(n)?];
-        let issued = self.ids.next_into(&mut out)?;
-        out.truncate(issued);
-        Ok(out)
-    }
-
-    /// `n` IDs (at most [`MAX_TAKE`]), waiting while they cannot be issued
-    /// yet. Cancelling the awaiting coroutine drops the call and its IDs.
-    pub async fn take(&self, n: u32) -> Result<Vec<u64>, NativeError> {
-        let ids = self.ids.clone();
-        calls::spawn(Cancel::Drop, async move { ids.take(count(n)?).await }).await
+    /// A handle on this generator for the natives of the hot path
+    /// (`natives::ids`): a reference of its own, freed once by
+    /// `Natives.freeIds`.
+    pub fn handle(self: Arc<Self>) -> i64 {
+        handles::into_handle(self)
     }
 
     /// Seals the generator and releases its slot with the largest tick

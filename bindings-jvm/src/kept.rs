@@ -2,14 +2,14 @@
 //! `Holding` in `holding`): the core's holding, kept until the JVM side
 //! ends it once, and what its held work sees until then.
 
+use std::future::Future;
 use std::sync::Mutex;
 
 use leasehold::{Error, ErrorKind, Held, HeldView};
 
-use leasehold_bridge::Cancel;
+use leasehold_bridge::{Cancel, Spawned};
 
 use crate::calls;
-use crate::errors::NativeError;
 
 /// A core holding until it ends, and what its held work sees.
 pub(crate) struct Kept<H: Held> {
@@ -33,33 +33,36 @@ impl<H: Held> Kept<H> {
 
     /// Completes with the loss reason (`expired`, `revoked`, …) once the
     /// holding is lost; at once if it was lost already. It needs no task:
-    /// the loss's token wakes the awaiting coroutine. Dropped (the awaiting
+    /// the loss's token wakes whoever awaits it. Dropped (the awaiting
     /// coroutine cancelled), it stops waiting.
-    pub(crate) async fn lost_signal(&self) -> Result<String, NativeError> {
+    pub(crate) fn lost_signal(
+        &self,
+    ) -> impl Future<Output = leasehold::Result<String>> + Send + 'static {
         let view = self.view.clone();
-        view.lost_signal().await;
-        Ok(view
-            .loss_reason()
-            .map_or("unknown", |r| r.as_str())
-            .to_owned())
+        async move {
+            view.lost_signal().await;
+            Ok(view
+                .loss_reason()
+                .map_or("unknown", |r| r.as_str())
+                .to_owned())
+        }
     }
 
     /// Ends the holding: fails `Lost` if it was lost while held (LOCK-10),
     /// `Closed` if it ended already. The release runs on to its end even if
-    /// the awaiting coroutine is cancelled (LOCK-11).
-    pub(crate) async fn end(&self) -> Result<(), NativeError> {
+    /// its caller gives up (LOCK-11).
+    pub(crate) fn end(&self) -> Spawned<()> {
         let holding = self
             .holding
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        calls::spawn(Cancel::RunOn, async move {
+        Spawned::new(calls::runtime(), Cancel::RunOn, async move {
             match holding {
                 Some(holding) => holding.end().await,
                 None => Err(Error::new(ErrorKind::Closed, "the hold ended already")),
             }
         })
-        .await
     }
 }
 

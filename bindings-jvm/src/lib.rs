@@ -1,7 +1,9 @@
 //! Leasehold for the JVM: the native library behind the Kotlin API
 //! (`src/main/kotlin/dev/leasehold`), the Java API over it
 //! (`…/dev/leasehold/java`) and the slot store SPI
-//! (`src/main/java/dev/leasehold/slots`), exported through uniffi.
+//! (`src/main/java/dev/leasehold/slots`): the hot path (a hold's begin
+//! and end, a lease's reads and loss, IDs) as JNI natives ([`natives`]),
+//! the rest exported through uniffi.
 //!
 //! Every export only translates: JVM values into calls of the core, the
 //! core's answers into uniffi records and objects, its errors into one
@@ -12,7 +14,7 @@
 //! the target folder (`mk/jvm.mk`). The feature `testing` adds the test
 //! hooks of `src/testing.rs`; the jar `make dist` ships is built without it.
 //!
-//! Asynchronous exports are `suspend` functions in Kotlin. Their core
+//! Asynchronous uniffi exports are `suspend` functions in Kotlin. Their core
 //! future runs as a task of the core's process runtime
 //! (`leasehold::runtime::process_runtime`), never of a runtime of uniffi's
 //! own, and the exported future only waits for that task (see [`calls`]):
@@ -23,11 +25,12 @@
 pub mod calls;
 pub mod durations;
 pub mod errors;
-pub mod holding;
 pub mod idgen;
 pub mod kept;
 pub mod lock;
 pub mod manual;
+#[allow(unsafe_code)]
+pub mod natives;
 pub mod slot_holding;
 pub mod slots;
 pub mod store;

@@ -67,13 +67,13 @@ impl NativeSlotHolding {
 
     /// Completes with the loss reason once the slot is lost.
     pub async fn lost_signal(&self) -> Result<String, NativeError> {
-        self.kept.lost_signal().await
+        Ok(self.kept.lost_signal().await?)
     }
 
     /// Releases the slot with the largest timestamp recorded: fails `Lost`
     /// if it was lost while held, `Closed` if it ended already. It runs on
     /// to its end even if the awaiting coroutine is cancelled.
     pub async fn end(&self) -> Result<(), NativeError> {
-        self.kept.end().await
+        Ok(self.kept.end().await?)
     }
 }

@@ -7,6 +7,7 @@ import dev.leasehold.uniffi.idLayoutCheck
 import dev.leasehold.uniffi.idLayoutDescribe
 import dev.leasehold.uniffi.idLayoutNamed
 import dev.leasehold.uniffi.idLayoutParts
+import java.lang.ref.Reference.reachabilityFence
 
 /**
  * Issues unique 64-bit IDs on one slot lease of a namespace (IDGEN), opened
@@ -23,24 +24,36 @@ import dev.leasehold.uniffi.idLayoutParts
 class IdGenerator internal constructor(
     private val native: NativeIdGenerator,
 ) {
+    private val handle = native.handle().also { freeWhenCollected(this, it, Natives::freeIds) }
+
     /**
      * The next ID, without waiting: [NotReady] when none can be issued yet
      * (retryable), [Overflow] when the layout's time range is used up,
      * [LeaseLost] once the slot was lost or the generator closed (IDGEN-04).
      */
-    fun nextNow(): Long = native { native.nextNow() }.toLong()
+    fun nextNow(): Long = Natives.nextNow(handle).also { reachabilityFence(this) }
 
     /** The next ID, waiting while none can be issued yet. */
-    suspend fun next(): Long = native { native.next() }.toLong()
+    suspend fun next(): Long {
+        val call = NativeCall()
+        val id = Natives.next(handle, call)
+        reachabilityFence(this)
+        return if (id == Natives.PENDING) call.await() as Long else id
+    }
 
     /**
      * As many IDs as can be issued now, 1 to [n] (at most 1,048,576); fails
      * as [nextNow] when none can.
      */
-    fun takeNow(n: Int): LongArray = native { native.takeNow(unsigned("number of IDs", n)) }.toLongArray()
+    fun takeNow(n: Int): LongArray = Natives.takeNow(handle, n).also { reachabilityFence(this) }
 
     /** [n] IDs (at most 1,048,576), waiting while they cannot be issued yet. */
-    suspend fun take(n: Int): LongArray = native { native.take(unsigned("number of IDs", n)) }.toLongArray()
+    suspend fun take(n: Int): LongArray {
+        val call = NativeCall()
+        val ids = Natives.take(handle, n, call)
+        reachabilityFence(this)
+        return ids ?: call.await() as LongArray
+    }
 
     /**
      * Seals the generator (nothing is issued after it) and releases its slot,
@@ -69,8 +82,6 @@ class IdGenerator internal constructor(
     /** Why the slot was lost, once it was. */
     val lossReason: String? get() = native.lossReason()
 }
-
-private fun List<ULong>.toLongArray() = LongArray(size) { this[it].toLong() }
 
 /**
  * How an ID's 63 bits are split, high bits to low: [timeBits] of ticks of

@@ -1,0 +1,263 @@
+//! Keys held while a block runs: `begin`, `beginWithin` and `tryBegin` on
+//! a lock's handle; the lease's reads, the loss and the end on the
+//! holding's. A holding is a `Kept<Holding>`; its handle belongs to the
+//! Kotlin `Holding` that wraps it.
+
+use std::sync::Arc;
+
+use jni::objects::{JClass, JObject, JString};
+use jni::sys::{jboolean, jlong, jstring};
+use jni::JNIEnv;
+use leasehold::{give_up, HoldOptions, Holding, Lease};
+use leasehold_bridge::{Cancel, Spawned};
+
+use super::failure::{guarded, Answer};
+use super::handles::{self, borrow, free};
+use super::loaded::loaded;
+use super::pending;
+use super::strings::rust_string;
+use super::PENDING;
+use crate::calls;
+use crate::durations;
+use crate::kept::{self, Kept};
+use crate::lock::NativeLock;
+
+/// A held key as the JVM keeps it.
+pub(super) type KeptHolding = Kept<Holding>;
+
+/// The answer of a `tryBegin` when the key is held (LOCK-17).
+const HELD: jlong = 0;
+
+/// The error message of a `tryBegin` given up by its caller.
+const GAVE_UP_TRYING: &str = "gave up trying for the key";
+
+/// `Natives.begin(lock, key, call)`: waits in line for `key` as long as the
+/// lock's `wait` allows; the holding's handle, or [`PENDING`].
+pub(super) extern "system" fn begin<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    lock: jlong,
+    key: JString<'l>,
+    call: JObject<'l>,
+) -> jlong {
+    guarded(&mut env, 0, |env| begin_with(env, lock, &key, None, &call))
+}
+
+/// `Natives.beginWithin(lock, key, waitNanos, call)`: [`begin`], waiting in
+/// line at most `waitNanos`.
+pub(super) extern "system" fn begin_within<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    lock: jlong,
+    key: JString<'l>,
+    wait: jlong,
+    call: JObject<'l>,
+) -> jlong {
+    guarded(&mut env, 0, |env| {
+        begin_with(env, lock, &key, Some(wait), &call)
+    })
+}
+
+fn begin_with(
+    env: &mut JNIEnv<'_>,
+    lock: jlong,
+    key: &JString<'_>,
+    wait: Option<i64>,
+    call: &JObject<'_>,
+) -> Answer<jlong> {
+    // SAFETY: the Kotlin `Lock` owns the handle and is reachable during the call.
+    let lock = unsafe { borrow::<NativeLock>(lock) }?.core().clone();
+    let key = rust_string(env, key)?;
+    let wait = durations::optional("wait", wait)?;
+    let (token, cancel) = Cancel::token();
+    let work = Spawned::new(calls::runtime(), cancel, async move {
+        let options = HoldOptions {
+            wait,
+            cancel: Some(token),
+        };
+        let holding = lock.begin(&key, &options).await?;
+        kept::unless_lost(holding).await
+    });
+    let answer = pending::answer(env, call, work, |env, call, holding| {
+        deliver(env, call, handle_of(holding))
+    })?;
+    Ok(answer.map_or(PENDING, handle_of))
+}
+
+/// `Natives.tryBegin(lock, key, call)`: holds `key` if it is free; the
+/// holding's handle, [`HELD`] when it is held (LOCK-17), or [`PENDING`].
+pub(super) extern "system" fn try_begin<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    lock: jlong,
+    key: JString<'l>,
+    call: JObject<'l>,
+) -> jlong {
+    guarded(&mut env, 0, |env| {
+        // SAFETY: as in `begin`.
+        let lock = unsafe { borrow::<NativeLock>(lock) }?.core().clone();
+        let key = rust_string(env, &key)?;
+        let (token, cancel) = Cancel::token();
+        // Giving up fires the token: a grant that answers later is released (LOCK-18).
+        let work = Spawned::new(calls::runtime(), cancel, async move {
+            let attempt = async move { lock.try_begin(&key).await };
+            let holding = give_up::unless_given_up(
+                Some(token),
+                &calls::runtime(),
+                GAVE_UP_TRYING,
+                attempt,
+                give_up::dropped,
+            )
+            .await?;
+            match holding {
+                Some(holding) => Ok(Some(kept::unless_lost(holding).await?)),
+                None => Ok(None),
+            }
+        });
+        let answer = pending::answer(env, &call, work, |env, call, holding| {
+            deliver(env, call, holding.map_or(HELD, handle_of))
+        })?;
+        Ok(answer.map_or(PENDING, |holding| holding.map_or(HELD, handle_of)))
+    })
+}
+
+fn handle_of(holding: Holding) -> jlong {
+    handles::into_handle(Arc::new(KeptHolding::new(holding)))
+}
+
+/// `call.succeeded(handle)`; a handle the call did not take is freed.
+fn deliver(env: &mut JNIEnv<'_>, call: &JObject<'_>, handle: jlong) -> jni::errors::Result<()> {
+    let delivered = loaded().and_then(|loaded| loaded.succeeded(env, call, handle));
+    if delivered.is_err() {
+        // SAFETY: the call did not take the handle: it is still ours alone.
+        unsafe { free::<KeptHolding>(handle) };
+    }
+    delivered
+}
+
+/// Runs `read` on the lease of a holding's handle.
+fn reading<'l, T>(
+    env: &mut JNIEnv<'l>,
+    holding: jlong,
+    fallback: T,
+    read: impl FnOnce(&mut JNIEnv<'l>, &Lease) -> Answer<T>,
+) -> T {
+    guarded(env, fallback, |env| {
+        // SAFETY: the Kotlin `Holding` owns the handle and is reachable during the call.
+        let kept = unsafe { borrow::<KeptHolding>(holding) }?;
+        read(env, kept.view())
+    })
+}
+
+/// `Natives.fence(holding)` (LOCK-02). Fences stay far below 2^63.
+pub(super) extern "system" fn fence<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+) -> jlong {
+    reading(&mut env, holding, 0, |_, lease| Ok(lease.fence() as jlong))
+}
+
+/// `Natives.key(holding)`.
+pub(super) extern "system" fn key<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+) -> jstring {
+    reading(&mut env, holding, std::ptr::null_mut(), |env, lease| {
+        Ok(env.new_string(lease.key())?.into_raw())
+    })
+}
+
+/// `Natives.lockName(holding)`.
+pub(super) extern "system" fn lock_name<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+) -> jstring {
+    reading(&mut env, holding, std::ptr::null_mut(), |env, lease| {
+        Ok(env.new_string(lease.lock_name())?.into_raw())
+    })
+}
+
+/// `Natives.lost(holding)` (LOCK-09).
+pub(super) extern "system" fn lost<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+) -> jboolean {
+    reading(&mut env, holding, 0, |_, lease| {
+        Ok(jboolean::from(lease.lost()))
+    })
+}
+
+/// `Natives.lossReason(holding)`: why the lease was lost, or null.
+pub(super) extern "system" fn loss_reason<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+) -> jstring {
+    reading(
+        &mut env,
+        holding,
+        std::ptr::null_mut(),
+        |env, lease| match lease.loss_reason() {
+            Some(reason) => Ok(env.new_string(reason.as_str())?.into_raw()),
+            None => Ok(std::ptr::null_mut()),
+        },
+    )
+}
+
+/// `Natives.remaining(holding)`: nanoseconds before the holder's deadline,
+/// or -1 without one.
+pub(super) extern "system" fn remaining<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+) -> jlong {
+    reading(&mut env, holding, 0, |_, lease| {
+        Ok(lease.remaining().map_or(-1, durations::nanos))
+    })
+}
+
+/// `Natives.lostSignal(holding, call)`: the loss reason once the lease is
+/// lost; null while it waits (answered by `call.succeededWith(reason)`).
+pub(super) extern "system" fn lost_signal<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+    call: JObject<'l>,
+) -> jstring {
+    guarded(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: the Kotlin `Holding` owns the handle and is reachable during the call.
+        let kept = unsafe { borrow::<KeptHolding>(holding) }?;
+        let work = Spawned::new(calls::runtime(), Cancel::Drop, kept.lost_signal());
+        let answer = pending::answer(env, &call, work, |env, call, reason| {
+            let reason = env.new_string(reason)?;
+            loaded()?.succeeded_with(env, call, &reason)
+        })?;
+        match answer {
+            Some(reason) => Ok(env.new_string(reason)?.into_raw()),
+            None => Ok(std::ptr::null_mut()),
+        }
+    })
+}
+
+/// `Natives.end(holding, call)`: releases the key (LOCK-11); 0 when done,
+/// or [`PENDING`]. Fails `Lost` if the lease was lost while held (LOCK-10),
+/// `Closed` if it ended already.
+pub(super) extern "system" fn end<'l>(
+    mut env: JNIEnv<'l>,
+    _: JClass<'l>,
+    holding: jlong,
+    call: JObject<'l>,
+) -> jlong {
+    guarded(&mut env, 0, |env| {
+        // SAFETY: the Kotlin `Holding` owns the handle and is reachable during the call.
+        let work = unsafe { borrow::<KeptHolding>(holding) }?.end();
+        let answer = pending::answer(env, &call, work, |env, call, ()| {
+            loaded()?.succeeded(env, call, 0)
+        })?;
+        Ok(answer.map_or(PENDING, |()| 0))
+    })
+}
