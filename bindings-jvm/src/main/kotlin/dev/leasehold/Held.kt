@@ -1,19 +1,21 @@
 package dev.leasehold
 
 import kotlinx.coroutines.CancellationException
-import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.supervisorScope
-import kotlinx.coroutines.withContext
 
 /** What a block runs under: a held key or a held slot, as the native library holds it. */
 internal interface Held {
     /** Completes with the loss reason once it is lost. */
     suspend fun lostSignal(): String
 
-    /** Releases it: fails `Lost` if it was lost while held, `Closed` if it ended already. */
+    /**
+     * Releases it: fails `Lost` if it was lost while held, `Closed` if it
+     * ended already. A release that waits runs on to its end even if the
+     * calling coroutine is cancelled.
+     */
     suspend fun end()
 }
 
@@ -53,7 +55,7 @@ internal suspend fun <T> runHeld(
                 if (!work.isCompleted) {
                     val watch =
                         launch {
-                            val reason = native { held.lostSignal() }
+                            val reason = held.lostSignal()
                             work.cancel(LostWhileHeld(reason))
                         }
                     work.join()
@@ -65,7 +67,7 @@ internal suspend fun <T> runHeld(
             Result.failure(e)
         }
     try {
-        withContext(NonCancellable) { native { held.end() } }
+        held.end()
     } catch (lost: LeaseLost) {
         val failure = outcome.exceptionOrNull()
         throw if (failure == null || failure is CancellationException) {

@@ -1,7 +1,11 @@
 package dev.leasehold
 
 import dev.leasehold.uniffi.NativeLock
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.awaitCancellation
+import kotlinx.coroutines.withContext
 import java.lang.ref.Reference.reachabilityFence
+import java.util.concurrent.atomic.AtomicInteger
 import kotlin.time.Duration
 
 /**
@@ -16,7 +20,7 @@ class Lock internal constructor(
     private val handle = native.handle().also { freeWhenCollected(this, it, Natives::freeLock) }
 
     /** The lock's name. */
-    val name: String get() = native.name()
+    val name: String = native.name()
 
     /** The ttl of its leases. */
     val ttl: Duration get() = native.ttl().nanos()
@@ -45,7 +49,7 @@ class Lock internal constructor(
         val call = NativeCall(::unwanted)
         val began = if (wait == null) Natives.begin(handle, key, call) else Natives.beginWithin(handle, key, wait.toNanos(), call)
         reachabilityFence(this)
-        val holding = Holding(if (began == Natives.PENDING) call.await() as Long else began)
+        val holding = Holding(if (began == Natives.PENDING) call.await() as Long else began, key, name)
         return runHeld(holding) { block(Lease(holding)) }
     }
 
@@ -62,7 +66,7 @@ class Lock internal constructor(
         reachabilityFence(this)
         val handle = if (began == Natives.PENDING) call.await() as Long else began
         if (handle == HELD) return null
-        val holding = Holding(handle)
+        val holding = Holding(handle, key, name)
         return runHeld(holding) { block(Lease(holding)) }
     }
 
@@ -79,40 +83,74 @@ class Lock internal constructor(
 
 /**
  * A held key in the native library (`natives/holds.rs`): the lease's
- * reads, its loss, its end. Collected without its end, the key is released
- * in the background.
+ * reads, its loss, its end. The handle is freed on the thread that ends
+ * the hold, as soon as no read is in flight (no cleaner, no other thread);
+ * a read after the end answers what the lease was when it ended (its
+ * remaining time still counting down).
  */
 internal class Holding(
     private val handle: Long,
+    val key: String,
+    val lockName: String,
 ) : Held {
-    init {
-        freeWhenCollected(this, handle, Natives::freeHolding)
-    }
+    /** 1 until the end, plus one per read in flight: the handle is freed when it drops to 0. */
+    private val users = AtomicInteger(1)
 
-    val fence: Long get() = Natives.fence(handle).also { reachabilityFence(this) }
+    /** The lease as it ended, once it did. */
+    @Volatile private var ended: Ended? = null
 
-    val key: String get() = Natives.key(handle).also { reachabilityFence(this) }
+    val fence: Long get() = read({ Natives.fence(it) }) { it.fence }
 
-    val lockName: String get() = Natives.lockName(handle).also { reachabilityFence(this) }
+    val lost: Boolean get() = read({ Natives.lost(it) }) { it.lossReason != null }
 
-    val lost: Boolean get() = Natives.lost(handle).also { reachabilityFence(this) }
+    val lossReason: String? get() = read({ Natives.lossReason(it) }) { it.lossReason }
 
-    val lossReason: String? get() = Natives.lossReason(handle).also { reachabilityFence(this) }
-
-    val remaining: Long get() = Natives.remaining(handle).also { reachabilityFence(this) }
+    /** Nanoseconds before the holder's deadline, or -1 without one. */
+    val remaining: Long get() = read({ Natives.remaining(it) }) { it.remaining() }
 
     override suspend fun lostSignal(): String {
         val call = NativeCall()
-        val reason = Natives.lostSignal(handle, call)
-        reachabilityFence(this)
+        val reason = read({ Natives.lostSignal(it, call) }) { it.lossReason ?: awaitCancellation() }
         return reason ?: call.await() as String
     }
 
+    /** Releases the key (LOCK-11); a release that waits runs on to its end even if the caller is cancelled. */
     override suspend fun end() {
         val call = NativeCall()
-        val ended = Natives.end(handle, call)
-        reachabilityFence(this)
-        if (ended == Natives.PENDING) call.await()
+        val done =
+            try {
+                Natives.end(handle, call) != Natives.PENDING
+            } finally {
+                ended = Ended(Natives.fence(handle), Natives.lossReason(handle), Natives.remaining(handle), System.nanoTime())
+                if (users.decrementAndGet() == 0) Natives.freeHolding(handle)
+            }
+        if (!done) withContext(NonCancellable) { call.await() }
+    }
+
+    private inline fun <T> read(
+        live: (Long) -> T,
+        after: (Ended) -> T,
+    ): T {
+        while (true) {
+            val n = users.get()
+            if (n == 0) return after(ended!!)
+            if (users.compareAndSet(n, n + 1)) break
+        }
+        try {
+            return live(handle)
+        } finally {
+            if (users.decrementAndGet() == 0) Natives.freeHolding(handle)
+        }
+    }
+
+    /** What a lease was when its hold ended. */
+    private class Ended(
+        val fence: Long,
+        val lossReason: String?,
+        private val remainingAtEnd: Long,
+        private val at: Long,
+    ) {
+        fun remaining(): Long = if (remainingAtEnd < 0) -1 else maxOf(0, remainingAtEnd - (System.nanoTime() - at))
     }
 }
 

@@ -6,6 +6,8 @@ import dev.leasehold.uniffi.NativeOwner
 import dev.leasehold.uniffi.NativeSlotHolding
 import dev.leasehold.uniffi.NativeSlotLease
 import dev.leasehold.uniffi.NativeSlots
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.withContext
 import kotlin.time.Duration
 
 /**
@@ -83,9 +85,9 @@ class Slots internal constructor(
 private class HeldSlotHolding(
     private val holding: NativeSlotHolding,
 ) : Held {
-    override suspend fun lostSignal() = holding.lostSignal()
+    override suspend fun lostSignal() = native { holding.lostSignal() }
 
-    override suspend fun end() = holding.end()
+    override suspend fun end() = withContext(NonCancellable) { native { holding.end() } }
 }
 
 /** A held slot, as the block running under it sees it. */
