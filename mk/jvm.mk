@@ -5,7 +5,8 @@
 #   make jvm-test   Kotlin and Java compiled with warnings as errors, then JUnit
 #                   on the embedded store, a server store and etcd (mvn -B test)
 #   make demo-holder-jvm  the Kotlin holder of `make demo`
-#   make bench-jvm  the hold cycle through Kotlin and Java next to Rust, with the ratios
+#   make bench-jvm  JMH: the hold cycle through Kotlin and Java next to Rust, IDs next
+#                   to CosId, cycles a second next to Redisson (target/bench-jvm.md)
 
 MVN ?= mvn
 JVM_DIR := bindings-jvm
@@ -66,12 +67,14 @@ JVM_JAVA = java -cp $(JVM_OUT)/maven/classes:$(JVM_OUT)/maven/test-classes:$$(ca
 demo-holder-jvm: jvm-lib $(JVM_CLASSPATH)
 	@$(JVM_JAVA) -Djna.library.path=$(CARGO_TARGET_DIR)/debug dev.leasehold.demo.HolderKt
 
-# The hold cycle through Kotlin and Java next to Rust's (bench/src/bin/hold_cycle.rs)
-# on the embedded and a server store, release builds (the library with the test
-# hooks: the bench is compiled with the tests, against the same generated Kotlin).
+# The JMH benchmarks (bindings-jvm/src/test/.../bench) beside Rust's hold cycle
+# (bench/src/bin/hold_cycle.rs), Redisson's RLock on a redis-server and CosId's
+# SnowflakeId, in one run, release builds (the library with the test hooks:
+# the bench is compiled with the tests, against the same generated Kotlin);
+# tables on stdout and in target/bench-jvm.md. BENCH_JVM_ARGS: the rounds (5).
 bench-jvm: $(JVM_CLASSPATH)
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) build --release -p leasehold-bench --bin hold_cycle
 	$(CARGO) build --release -p leasehold-jvm --features testing
 	$(JVM_JAVA) -Djna.library.path=$(CARGO_TARGET_DIR)/release -Dleasehold.bin=$(CARGO_TARGET_DIR)/release/leasehold \
-		-Dleasehold.repo=$(CURDIR) dev.leasehold.bench.HoldCycleBenchKt $(BENCH_JVM_ARGS)
+		-Dleasehold.repo=$(CURDIR) dev.leasehold.bench.JvmBenchKt $(BENCH_JVM_ARGS)
