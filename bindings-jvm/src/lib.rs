@@ -31,7 +31,6 @@ pub mod lock;
 pub mod manual;
 #[allow(unsafe_code)]
 pub mod natives;
-pub mod slot_holding;
 pub mod slots;
 pub mod store;
 #[cfg(feature = "testing")]

@@ -1,8 +1,8 @@
 //! Slot leases: a namespace of numbered slots, the owners that
 //! lease them and the leases, as plain values. Which slot an acquire takes
 //! and what a renewal or a release changes are the core's
-//! (`leasehold::slots`); a slot held with background renewal is
-//! `slot_holding`'s.
+//! (`leasehold::slots`); holding a slot with background renewal and
+//! renewing a lease are on the hot path (`natives::slots`).
 
 use std::sync::Arc;
 
@@ -13,8 +13,7 @@ use leasehold_bridge::Cancel;
 use crate::calls;
 use crate::durations;
 use crate::errors::NativeError;
-use crate::kept;
-use crate::slot_holding::NativeSlotHolding;
+use crate::natives::handles;
 
 /// Who leases a slot (`leasehold::slots::Owner`): a stable key and the
 /// instance id of one process.
@@ -124,6 +123,11 @@ impl NativeSlots {
     pub(crate) fn new(slots: Slots) -> Arc<NativeSlots> {
         Arc::new(NativeSlots { slots })
     }
+
+    /// The core namespace.
+    pub(crate) fn core(&self) -> &Slots {
+        &self.slots
+    }
 }
 
 #[uniffi::export]
@@ -158,6 +162,13 @@ impl NativeSlots {
         durations::nanos(self.slots.margin())
     }
 
+    /// A handle on this namespace for the natives of the hot path
+    /// (`natives::slots`): a reference of its own, freed once by
+    /// `Natives.freeSlots`.
+    pub fn handle(self: Arc<Self>) -> i64 {
+        handles::into_handle(self)
+    }
+
     /// Acquires a slot for `owner` (SLOT-01); `None` when every slot is
     /// held. Cancelling the awaiting coroutine stops waiting: a slot the
     /// store gave meanwhile stays the owner's until it expires, and the
@@ -172,39 +183,6 @@ impl NativeSlots {
             let owner = Owner::try_from(owner)?;
             let answer = slots.acquire(&owner, preferred).await?;
             Ok(answer.lease().map(NativeSlotLease::from))
-        })
-        .await
-    }
-
-    /// Acquires a slot for `owner` as `acquire` does and holds it, renewed
-    /// in the background; `None` when every slot is held; `Lost` when its
-    /// deadline came before this call could return it (then it is released).
-    pub async fn begin(
-        &self,
-        owner: NativeOwner,
-        preferred: Option<u32>,
-    ) -> Result<Option<Arc<NativeSlotHolding>>, NativeError> {
-        let slots = self.slots.clone();
-        calls::spawn(Cancel::Drop, async move {
-            let owner = Owner::try_from(owner)?;
-            Ok(match slots.begin(&owner, preferred).await? {
-                Some(holding) => Some(NativeSlotHolding::new(kept::unless_lost(holding).await?)),
-                None => None,
-            })
-        })
-        .await
-    }
-
-    /// Renews `lease` for the handle's ttl (SLOT-04); `None` when the
-    /// slot's owner or fence no longer match.
-    pub async fn renew(
-        &self,
-        lease: NativeSlotLease,
-    ) -> Result<Option<NativeSlotLease>, NativeError> {
-        let slots = self.slots.clone();
-        calls::spawn(Cancel::Drop, async move {
-            let lease = SlotLease::try_from(lease)?;
-            Ok(slots.renew(&lease).await?.map(NativeSlotLease::from))
         })
         .await
     }

@@ -1,29 +1,24 @@
 //! Keys held while a block runs: `begin`, `beginWithin` and `tryBegin` on
-//! a lock's handle; the lease's reads, the loss and the end on the
-//! holding's. A holding is a `Kept<Holding>`; its handle belongs to the
-//! Kotlin `Holding` that wraps it.
-
-use std::sync::Arc;
+//! a lock's handle, and the lease's reads on the holding's (its loss and
+//! end are `held`'s). A holding is a `Kept<Holding>`; its handle belongs
+//! to the Kotlin `Holding` that wraps it.
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jboolean, jlong, jstring};
+use jni::sys::{jlong, jstring};
 use jni::JNIEnv;
 use leasehold::{give_up, HoldOptions, Holding, Lease};
 use leasehold_bridge::{Cancel, Spawned};
 
 use super::failure::{guarded, Answer};
-use super::handles::{self, borrow, free};
-use super::loaded::loaded;
+use super::handles::borrow;
+use super::held;
 use super::pending;
 use super::strings::rust_string;
 use super::PENDING;
 use crate::calls;
 use crate::durations;
-use crate::kept::{self, Kept};
+use crate::kept;
 use crate::lock::NativeLock;
-
-/// A held key as the JVM keeps it.
-pub(super) type KeptHolding = Kept<Holding>;
 
 /// The answer of a `tryBegin` when the key is held (LOCK-17).
 const HELD: jlong = 0;
@@ -122,17 +117,11 @@ pub(super) extern "system" fn try_begin<'l>(
 }
 
 fn handle_of(holding: Holding) -> jlong {
-    handles::into_handle(Arc::new(KeptHolding::new(holding)))
+    held::handle_of(holding)
 }
 
-/// `call.succeeded(handle)`; a handle the call did not take is freed.
 fn deliver(env: &mut JNIEnv<'_>, call: &JObject<'_>, handle: jlong) -> jni::errors::Result<()> {
-    let delivered = loaded().and_then(|loaded| loaded.succeeded(env, call, handle));
-    if delivered.is_err() {
-        // SAFETY: the call did not take the handle: it is still ours alone.
-        unsafe { free::<KeptHolding>(handle) };
-    }
-    delivered
+    held::deliver::<Holding>(env, call, handle)
 }
 
 /// Runs `read` on the lease of a holding's handle.
@@ -142,11 +131,7 @@ fn reading<'l, T>(
     fallback: T,
     read: impl FnOnce(&mut JNIEnv<'l>, &Lease) -> Answer<T>,
 ) -> T {
-    guarded(env, fallback, |env| {
-        // SAFETY: the Kotlin `Holding` owns the handle and is reachable during the call.
-        let kept = unsafe { borrow::<KeptHolding>(holding) }?;
-        read(env, kept.view())
-    })
+    held::viewing::<Holding, T>(env, holding, fallback, read)
 }
 
 /// `Natives.fence(holding)` (LOCK-02). Fences stay far below 2^63.
@@ -180,34 +165,6 @@ pub(super) extern "system" fn lock_name<'l>(
     })
 }
 
-/// `Natives.lost(holding)` (LOCK-09).
-pub(super) extern "system" fn lost<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    holding: jlong,
-) -> jboolean {
-    reading(&mut env, holding, 0, |_, lease| {
-        Ok(jboolean::from(lease.lost()))
-    })
-}
-
-/// `Natives.lossReason(holding)`: why the lease was lost, or null.
-pub(super) extern "system" fn loss_reason<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    holding: jlong,
-) -> jstring {
-    reading(
-        &mut env,
-        holding,
-        std::ptr::null_mut(),
-        |env, lease| match lease.loss_reason() {
-            Some(reason) => Ok(env.new_string(reason.as_str())?.into_raw()),
-            None => Ok(std::ptr::null_mut()),
-        },
-    )
-}
-
 /// `Natives.remaining(holding)`: nanoseconds before the holder's deadline,
 /// or -1 without one.
 pub(super) extern "system" fn remaining<'l>(
@@ -217,47 +174,5 @@ pub(super) extern "system" fn remaining<'l>(
 ) -> jlong {
     reading(&mut env, holding, 0, |_, lease| {
         Ok(lease.remaining().map_or(-1, durations::nanos))
-    })
-}
-
-/// `Natives.lostSignal(holding, call)`: the loss reason once the lease is
-/// lost; null while it waits (answered by `call.succeededWith(reason)`).
-pub(super) extern "system" fn lost_signal<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    holding: jlong,
-    call: JObject<'l>,
-) -> jstring {
-    guarded(&mut env, std::ptr::null_mut(), |env| {
-        // SAFETY: the Kotlin `Holding` owns the handle and is reachable during the call.
-        let kept = unsafe { borrow::<KeptHolding>(holding) }?;
-        let work = Spawned::new(calls::runtime(), Cancel::Drop, kept.lost_signal());
-        let answer = pending::answer(env, &call, work, |env, call, reason| {
-            let reason = env.new_string(reason)?;
-            loaded()?.succeeded_with(env, call, &reason)
-        })?;
-        match answer {
-            Some(reason) => Ok(env.new_string(reason)?.into_raw()),
-            None => Ok(std::ptr::null_mut()),
-        }
-    })
-}
-
-/// `Natives.end(holding, call)`: releases the key (LOCK-11); 0 when done,
-/// or [`PENDING`]. Fails `Lost` if the lease was lost while held (LOCK-10),
-/// `Closed` if it ended already.
-pub(super) extern "system" fn end<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    holding: jlong,
-    call: JObject<'l>,
-) -> jlong {
-    guarded(&mut env, 0, |env| {
-        // SAFETY: the Kotlin `Holding` owns the handle and is reachable during the call.
-        let work = unsafe { borrow::<KeptHolding>(holding) }?.end();
-        let answer = pending::answer(env, &call, work, |env, call, ()| {
-            loaded()?.succeeded(env, call, 0)
-        })?;
-        Ok(answer.map_or(PENDING, |()| 0))
     })
 }

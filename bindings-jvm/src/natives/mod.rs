@@ -1,5 +1,6 @@
-//! The hot path, through JNI: the calls a hold, a lease's reads and an ID
-//! make, as static natives of the Kotlin object `dev.leasehold.Natives`,
+//! The hot path, through JNI: the calls a hold (of a key or a slot), a
+//! lease's reads and loss, a manual lease's extension and release, a slot
+//! renewal and an ID make, as static natives of the Kotlin object `dev.leasehold.Natives`,
 //! registered when the JVM loads the library (`JNI_OnLoad`). A JNI call
 //! with primitive arguments costs tens of nanoseconds where a uniffi call
 //! through JNA cost 12–16 µs (`docs/jvm.md`); the cold surface (stores,
@@ -13,10 +14,13 @@
 
 mod failure;
 pub(crate) mod handles;
+mod held;
 mod holds;
 mod ids;
 mod loaded;
+mod manual;
 mod pending;
+mod slots;
 mod strings;
 
 use std::ffi::c_void;
@@ -26,84 +30,166 @@ use jni::objects::JClass;
 use jni::sys::{jint, jlong, JNI_ERR, JNI_VERSION_1_8};
 use jni::{JNIEnv, JavaVM, NativeMethod};
 
+use leasehold::slots::SlotHolding;
+use leasehold::Holding;
+
 use crate::idgen::NativeIdGenerator;
+use crate::kept::Kept;
 use crate::lock::NativeLock;
+use crate::manual::NativeManualLease;
+use crate::slots::NativeSlots;
 
 /// What a native that may wait returns while it waits: its `NativeCall`
 /// will be answered.
 const PENDING: jlong = -1;
 
-/// One registered native: its name, JNI signature and function.
-fn native(name: &str, sig: &str, function: *mut c_void) -> NativeMethod {
-    NativeMethod {
-        name: name.into(),
-        sig: sig.into(),
-        fn_ptr: function,
-    }
-}
-
 /// Every native of `dev.leasehold.Natives`.
 fn natives() -> Vec<NativeMethod> {
     const CALL: &str = "Ldev/leasehold/NativeCall;";
     const STRING: &str = "Ljava/lang/String;";
-    vec![
-        native(
+    let table: [(&str, String, *mut c_void); 37] = [
+        (
             "begin",
-            &format!("(J{STRING}{CALL})J"),
+            format!("(J{STRING}{CALL})J"),
             holds::begin as *mut c_void,
         ),
-        native(
+        (
             "beginWithin",
-            &format!("(J{STRING}J{CALL})J"),
+            format!("(J{STRING}J{CALL})J"),
             holds::begin_within as *mut c_void,
         ),
-        native(
+        (
             "tryBegin",
-            &format!("(J{STRING}{CALL})J"),
+            format!("(J{STRING}{CALL})J"),
             holds::try_begin as *mut c_void,
         ),
-        native("fence", "(J)J", holds::fence as *mut c_void),
-        native("key", &format!("(J){STRING}"), holds::key as *mut c_void),
-        native(
+        ("fence", "(J)J".into(), holds::fence as *mut c_void),
+        ("key", format!("(J){STRING}"), holds::key as *mut c_void),
+        (
             "lockName",
-            &format!("(J){STRING}"),
+            format!("(J){STRING}"),
             holds::lock_name as *mut c_void,
         ),
-        native("lost", "(J)Z", holds::lost as *mut c_void),
-        native(
+        ("remaining", "(J)J".into(), holds::remaining as *mut c_void),
+        ("lost", "(J)Z".into(), held::lost::<Holding> as *mut c_void),
+        (
             "lossReason",
-            &format!("(J){STRING}"),
-            holds::loss_reason as *mut c_void,
+            format!("(J){STRING}"),
+            held::loss_reason::<Holding> as *mut c_void,
         ),
-        native("remaining", "(J)J", holds::remaining as *mut c_void),
-        native(
+        (
             "lostSignal",
-            &format!("(J{CALL}){STRING}"),
-            holds::lost_signal as *mut c_void,
+            format!("(J{CALL}){STRING}"),
+            held::lost_signal::<Holding> as *mut c_void,
         ),
-        native("end", &format!("(J{CALL})J"), holds::end as *mut c_void),
-        native(
+        (
+            "end",
+            format!("(J{CALL})J"),
+            held::end::<Holding> as *mut c_void,
+        ),
+        (
             "freeHolding",
-            "(J)V",
-            handles::free_native::<holds::KeptHolding> as *mut c_void,
+            "(J)V".into(),
+            handles::free_native::<Kept<Holding>> as *mut c_void,
         ),
-        native(
+        (
             "freeLock",
-            "(J)V",
+            "(J)V".into(),
             handles::free_native::<NativeLock> as *mut c_void,
         ),
-        native("nextNow", "(J)J", ids::next_now as *mut c_void),
-        native("next", &format!("(J{CALL})J"), ids::next as *mut c_void),
-        native("takeNow", "(JI)[J", ids::take_now as *mut c_void),
-        native("take", &format!("(JI{CALL})[J"), ids::take as *mut c_void),
-        native(
+        ("nextNow", "(J)J".into(), ids::next_now as *mut c_void),
+        ("next", format!("(J{CALL})J"), ids::next as *mut c_void),
+        ("takeNow", "(JI)[J".into(), ids::take_now as *mut c_void),
+        ("take", format!("(JI{CALL})[J"), ids::take as *mut c_void),
+        (
             "freeIds",
-            "(J)V",
+            "(J)V".into(),
             handles::free_native::<NativeIdGenerator> as *mut c_void,
         ),
-        native("callCancel", "(J)V", call_cancel as *mut c_void),
-        native("callEnded", "(J)V", call_ended as *mut c_void),
-    ]
+        (
+            "slotBegin",
+            format!("(J{STRING}{STRING}I{CALL})J"),
+            slots::begin as *mut c_void,
+        ),
+        (
+            "slotRenew",
+            format!("(J{STRING}{STRING}{STRING}[J{CALL})[J"),
+            slots::renew as *mut c_void,
+        ),
+        ("slotLease", "(J)[J".into(), slots::lease as *mut c_void),
+        ("slotIssued", "(JJ)V".into(), slots::issued as *mut c_void),
+        (
+            "slotLastIssued",
+            "(J)J".into(),
+            slots::last_issued as *mut c_void,
+        ),
+        (
+            "slotRemaining",
+            "(J)J".into(),
+            slots::remaining as *mut c_void,
+        ),
+        (
+            "slotLost",
+            "(J)Z".into(),
+            held::lost::<SlotHolding> as *mut c_void,
+        ),
+        (
+            "slotLossReason",
+            format!("(J){STRING}"),
+            held::loss_reason::<SlotHolding> as *mut c_void,
+        ),
+        (
+            "slotLostSignal",
+            format!("(J{CALL}){STRING}"),
+            held::lost_signal::<SlotHolding> as *mut c_void,
+        ),
+        (
+            "slotEnd",
+            format!("(J{CALL})J"),
+            held::end::<SlotHolding> as *mut c_void,
+        ),
+        (
+            "freeSlotHolding",
+            "(J)V".into(),
+            handles::free_native::<Kept<SlotHolding>> as *mut c_void,
+        ),
+        (
+            "freeSlots",
+            "(J)V".into(),
+            handles::free_native::<NativeSlots> as *mut c_void,
+        ),
+        (
+            "manualName",
+            format!("(J){STRING}"),
+            manual::name as *mut c_void,
+        ),
+        ("manualFence", "(J)J".into(), manual::fence as *mut c_void),
+        (
+            "manualExtend",
+            format!("(JJ{CALL})J"),
+            manual::extend as *mut c_void,
+        ),
+        (
+            "manualRelease",
+            format!("(J{CALL})J"),
+            manual::release as *mut c_void,
+        ),
+        (
+            "freeManual",
+            "(J)V".into(),
+            handles::free_native::<NativeManualLease> as *mut c_void,
+        ),
+        ("callCancel", "(J)V".into(), call_cancel as *mut c_void),
+        ("callEnded", "(J)V".into(), call_ended as *mut c_void),
+    ];
+    table
+        .into_iter()
+        .map(|(name, sig, fn_ptr)| NativeMethod {
+            name: name.into(),
+            sig: sig.into(),
+            fn_ptr,
+        })
+        .collect()
 }
 
 /// `Natives.callCancel(task)`: a waiting call given up.

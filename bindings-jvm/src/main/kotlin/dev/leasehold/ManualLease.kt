@@ -1,6 +1,9 @@
 package dev.leasehold
 
 import dev.leasehold.uniffi.NativeManualLease
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.withContext
+import java.lang.ref.Reference.reachabilityFence
 import kotlin.time.Duration
 
 /**
@@ -8,24 +11,34 @@ import kotlin.time.Duration
  * it lasts until its ttl runs out unless the caller extends it.
  */
 class ManualLease internal constructor(
-    private val native: NativeManualLease,
+    native: NativeManualLease,
 ) {
+    private val handle = native.handle().also { freeWhenCollected(this, it, Natives::freeManual) }
+
     /** The lease's name. */
-    val name: String get() = native.name()
+    val name: String = Natives.manualName(handle)
 
     /** The fence (MANUAL-07). */
-    val fence: Long get() = native.fence().toLong()
+    val fence: Long = Natives.manualFence(handle)
 
     /**
      * Sets the expiry to now + [d] (MANUAL-03); fails [LeaseLost] if the
      * lease ran out or was released. Cancelling the calling coroutine stops
      * waiting for the store's answer.
      */
-    suspend fun extend(d: Duration) = native { native.extend(d.toNanos()) }
+    suspend fun extend(d: Duration) {
+        awaitNative { Natives.manualExtend(handle, d.toNanos(), it) }
+        reachabilityFence(this)
+    }
 
     /**
      * Releases the lease if it still owns its name (MANUAL-04). It runs on to
      * its end even if the calling coroutine is cancelled.
      */
-    suspend fun release() = native { native.release() }
+    suspend fun release() {
+        val call = NativeCall()
+        val released = Natives.manualRelease(handle, call)
+        reachabilityFence(this)
+        if (released == Natives.PENDING) withContext(NonCancellable) { call.await() }
+    }
 }

@@ -5,7 +5,8 @@ import java.lang.ref.Cleaner
 
 /**
  * The hot path into the native library, through JNI (`natives/` in the
- * crate): a hold's begin and end, a lease's reads, its loss, IDs. The
+ * crate): a hold's begin and end (of a key or a slot), a lease's reads and
+ * its loss, a manual lease's extension and release, a slot renewal, IDs. The
  * library registers these natives when the JVM loads it; the first use of
  * this object loads it with `System.load` from where JNA found it for the
  * uniffi-generated plumbing (the test's library folder, or the jar's
@@ -90,11 +91,89 @@ internal object Natives {
     /** Frees an ID generator's handle. */
     @JvmStatic external fun freeIds(ids: Long)
 
+    /** Holds a slot with background renewal ([preferred] -1: none): a handle, 0 when every slot is held, or [PENDING]. */
+    @JvmStatic external fun slotBegin(slots: Long, ownerKey: String, ownerInstance: String, preferred: Int, call: NativeCall): Long
+
+    /** Renews a lease given as its numbers: the new numbers, empty when it no longer matches, or null while it waits. */
+    @JvmStatic external fun slotRenew(
+        slots: Long,
+        namespace: String,
+        ownerKey: String,
+        ownerInstance: String,
+        lease: LongArray,
+        call: NativeCall,
+    ): LongArray?
+
+    /** A held slot's lease numbers as last renewed. */
+    @JvmStatic external fun slotLease(holding: Long): LongArray
+
+    /** Records issued timestamps up to [ms]. */
+    @JvmStatic external fun slotIssued(holding: Long, ms: Long)
+
+    /** The largest timestamp recorded. */
+    @JvmStatic external fun slotLastIssued(holding: Long): Long
+
+    /** Nanoseconds before the holder's deadline, zero once lost. */
+    @JvmStatic external fun slotRemaining(holding: Long): Long
+
+    /** Whether the slot was lost. */
+    @JvmStatic external fun slotLost(holding: Long): Boolean
+
+    /** Why it was lost, or null. */
+    @JvmStatic external fun slotLossReason(holding: Long): String?
+
+    /** The loss reason once the slot is lost, or null while it waits. */
+    @JvmStatic external fun slotLostSignal(holding: Long, call: NativeCall): String?
+
+    /** Releases the slot with the largest timestamp recorded: 0, or [PENDING]. */
+    @JvmStatic external fun slotEnd(holding: Long, call: NativeCall): Long
+
+    /** Frees a held slot's handle; a slot still held is released in the background. */
+    @JvmStatic external fun freeSlotHolding(holding: Long)
+
+    /** Frees a slot namespace's handle. */
+    @JvmStatic external fun freeSlots(slots: Long)
+
+    /** A manual lease's name. */
+    @JvmStatic external fun manualName(lease: Long): String
+
+    /** A manual lease's fence. */
+    @JvmStatic external fun manualFence(lease: Long): Long
+
+    /** Extends a manual lease by [nanos] from now: 0, or [PENDING]. */
+    @JvmStatic external fun manualExtend(lease: Long, nanos: Long, call: NativeCall): Long
+
+    /** Releases a manual lease: 0, or [PENDING]. */
+    @JvmStatic external fun manualRelease(lease: Long, call: NativeCall): Long
+
+    /** Frees a manual lease's handle. */
+    @JvmStatic external fun freeManual(lease: Long)
+
     /** Cancels a waiting call's task and frees it. */
     @JvmStatic external fun callCancel(task: Long)
 
     /** Frees an answered call's task. */
     @JvmStatic external fun callEnded(task: Long)
+}
+
+/**
+ * Runs a native call that may wait: [start] returns its answer, or
+ * [Natives.PENDING] while it waits, and then the answer comes to the call.
+ */
+internal suspend inline fun awaitNative(
+    noinline unwanted: ((Any?) -> Unit)? = null,
+    start: (NativeCall) -> Long,
+): Long {
+    val call = NativeCall(unwanted)
+    val answer = start(call)
+    return if (answer == Natives.PENDING) call.await() as Long else answer
+}
+
+/** Runs a native call that may wait and answers an object: null while it waits. */
+internal suspend inline fun <T : Any> awaitNativeObject(start: (NativeCall) -> T?): T {
+    val call = NativeCall()
+    @Suppress("UNCHECKED_CAST")
+    return start(call) ?: call.await() as T
 }
 
 /** Frees [handle] with [free] once [owner] is collected. */

@@ -3,11 +3,11 @@ package dev.leasehold
 import dev.leasehold.slots.Owner
 import dev.leasehold.slots.SlotLease
 import dev.leasehold.uniffi.NativeOwner
-import dev.leasehold.uniffi.NativeSlotHolding
 import dev.leasehold.uniffi.NativeSlotLease
 import dev.leasehold.uniffi.NativeSlots
 import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.withContext
+import java.lang.ref.Reference.reachabilityFence
 import kotlin.time.Duration
 
 /**
@@ -19,8 +19,10 @@ import kotlin.time.Duration
 class Slots internal constructor(
     private val native: NativeSlots,
 ) {
+    private val handle = native.handle().also { freeWhenCollected(this, it, Natives::freeSlots) }
+
     /** The namespace's name. */
-    val name: String get() = native.name()
+    val name: String = native.name()
 
     /** The slots are `[0, limit)`. */
     val limit: Int get() = native.limit().toInt()
@@ -50,7 +52,13 @@ class Slots internal constructor(
     ): SlotLease? = native { native.acquire(owner.toNative(), preferred?.let { unsigned("preferred slot", it) }) }?.toLease()
 
     /** Renews [lease] for this handle's ttl (SLOT-04); `null` when its owner or fence no longer match. */
-    suspend fun renew(lease: SlotLease): SlotLease? = native { native.renew(lease.toNative()) }?.toLease()
+    suspend fun renew(lease: SlotLease): SlotLease? {
+        val owner = lease.owner()
+        val numbers =
+            awaitNativeObject { Natives.slotRenew(handle, lease.namespace(), owner.key(), owner.instance(), lease.numbers(), it) }
+        reachabilityFence(this)
+        return if (numbers.isEmpty()) null else slotLease(lease.namespace(), owner, numbers)
+    }
 
     /**
      * Releases [lease], having issued timestamps up to [lastIssued] (ms): the
@@ -75,27 +83,70 @@ class Slots internal constructor(
         preferred: Int? = null,
         block: suspend (HeldSlot) -> T,
     ): T? {
-        val holding =
-            native { native.begin(owner.toNative(), preferred?.let { unsigned("preferred slot", it) }) } ?: return null
-        return runHeld(HeldSlotHolding(holding)) { block(HeldSlot(holding)) }
+        val slot = preferred?.let { unsigned("preferred slot", it).toInt() } ?: NO_PREFERENCE
+        val handle = awaitNative(::unwanted) { Natives.slotBegin(handle, owner.key(), owner.instance(), slot, it) }
+        reachabilityFence(this)
+        if (handle == EXHAUSTED) return null
+        val holding = SlotHolding(handle, name, owner)
+        return runHeld(holding) { block(HeldSlot(holding)) }
+    }
+
+    private companion object {
+        /** What `slotBegin` is given for no preferred slot. */
+        const val NO_PREFERENCE = -1
+
+        /** What `slotBegin` answers when every slot is held. */
+        const val EXHAUSTED = 0L
+
+        /** A slot held for a call given up meanwhile: freed, so released. */
+        fun unwanted(handle: Any?) {
+            if (handle != EXHAUSTED) Natives.freeSlotHolding(handle as Long)
+        }
     }
 }
 
-/** A held slot as [runHeld] runs a block under it. */
-private class HeldSlotHolding(
-    private val holding: NativeSlotHolding,
+/**
+ * A held slot in the native library (`natives/slots.rs`): its reads, its
+ * loss, its end; freed when collected (a slot still held is then released
+ * in the background).
+ */
+internal class SlotHolding(
+    private val handle: Long,
+    private val namespace: String,
+    private val owner: Owner,
 ) : Held {
-    override suspend fun lostSignal() = native { holding.lostSignal() }
+    init {
+        freeWhenCollected(this, handle, Natives::freeSlotHolding)
+    }
 
-    override suspend fun end() = withContext(NonCancellable) { native { holding.end() } }
+    val lease: SlotLease get() = slotLease(namespace, owner, Natives.slotLease(handle)).also { reachabilityFence(this) }
+
+    fun issued(ms: Long) = Natives.slotIssued(handle, ms).also { reachabilityFence(this) }
+
+    val lastIssued: Long get() = Natives.slotLastIssued(handle).also { reachabilityFence(this) }
+
+    val lost: Boolean get() = Natives.slotLost(handle).also { reachabilityFence(this) }
+
+    val lossReason: String? get() = Natives.slotLossReason(handle).also { reachabilityFence(this) }
+
+    val remaining: Long get() = Natives.slotRemaining(handle).also { reachabilityFence(this) }
+
+    override suspend fun lostSignal(): String = awaitNativeObject { Natives.slotLostSignal(handle, it) }.also { reachabilityFence(this) }
+
+    override suspend fun end() {
+        val call = NativeCall()
+        val ended = Natives.slotEnd(handle, call)
+        reachabilityFence(this)
+        if (ended == Natives.PENDING) withContext(NonCancellable) { call.await() }
+    }
 }
 
 /** A held slot, as the block running under it sees it. */
 class HeldSlot internal constructor(
-    private val holding: NativeSlotHolding,
+    private val holding: SlotHolding,
 ) {
     /** The lease as last renewed. */
-    val lease: SlotLease get() = holding.lease().toLease()
+    val lease: SlotLease get() = holding.lease
 
     /** The slot, in `[0, limit)`. */
     val slot: Int get() = lease.slot()
@@ -117,19 +168,19 @@ class HeldSlot internal constructor(
      * largest recorded to the slot's next holder (SLOT-05). Fails
      * [LeaseLost] once the slot was lost or released.
      */
-    fun issued(ms: Long) = native { holding.issued(unsignedLong("issued timestamp", ms)) }
+    fun issued(ms: Long) = holding.issued(ms)
 
     /** The largest timestamp recorded (0: none). */
-    val lastIssued: Long get() = holding.lastIssued().toLong()
+    val lastIssued: Long get() = holding.lastIssued
 
     /** Whether the slot was lost. */
-    val lost: Boolean get() = holding.lost()
+    val lost: Boolean get() = holding.lost
 
     /** Why it was lost (`expired`, `unknown`), once it was. */
-    val lossReason: String? get() = holding.lossReason()
+    val lossReason: String? get() = holding.lossReason
 
     /** The time left before the holder's deadline, zero once lost. */
-    val remaining: Duration get() = holding.remaining().nanos()
+    val remaining: Duration get() = holding.remaining.nanos()
 }
 
 internal fun Owner.toNative() = NativeOwner(key(), instance())
@@ -145,6 +196,16 @@ internal fun SlotLease.toNative() =
         expiresAt = unsignedLong("expiry", expiresAt()),
         ceiling = unsignedLong("ceiling", ceiling()),
     )
+
+/** A lease's numbers as the natives take them: slot, offset, fence, floor, expiry, ceiling. */
+internal fun SlotLease.numbers() = longArrayOf(slot().toLong(), slotOffset().toLong(), fence(), floor(), expiresAt(), ceiling())
+
+/** The lease of [namespace] and [owner] with these [numbers] (as [numbers] writes them). */
+internal fun slotLease(
+    namespace: String,
+    owner: Owner,
+    numbers: LongArray,
+) = SlotLease(namespace, owner, numbers[0].toInt(), numbers[1].toInt(), numbers[2], numbers[3], numbers[4], numbers[5])
 
 internal fun NativeSlotLease.toLease() =
     SlotLease(
