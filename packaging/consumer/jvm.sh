@@ -64,11 +64,11 @@ package example;
 
 import static java.util.concurrent.CompletableFuture.completedFuture;
 
+import dev.leasehold.java.Attempt;
 import dev.leasehold.java.Leasehold;
 import dev.leasehold.java.Lock;
 import dev.leasehold.java.Store;
 import java.time.Duration;
-import java.util.Optional;
 
 public final class Main {
     public static void main(String[] args) {
@@ -82,11 +82,11 @@ public final class Main {
                     return completedFuture(null);
                 }).join();
             }
-            Optional<Long> held = summaries.tryHold("chat-2", lease -> {
+            Attempt<Long> tried = summaries.tryHold("chat-2", lease -> {
                 System.out.println("fence " + lease.fence());
                 return completedFuture(lease.fence());
             }).join();
-            if (held.isEmpty()) {
+            if (!tried.ran()) {
                 throw new IllegalStateException("chat-2 was held elsewhere");
             }
         } finally {

@@ -9,6 +9,7 @@ import dev.leasehold.slots.StoreTimeoutException
 import kotlinx.coroutines.runBlocking
 import java.util.Optional
 import java.util.OptionalInt
+import java.util.concurrent.ConcurrentHashMap
 import kotlin.time.Duration
 import kotlin.time.toKotlinDuration
 import java.time.Duration as JavaDuration
@@ -22,13 +23,52 @@ import java.time.Duration as JavaDuration
  * - [NamespaceMismatch] becomes [NamespaceMismatchException], and [Timeout]
  *   a [StoreTimeoutException], each with the store's failure as its cause;
  *   every other failure is the store's own [LeaseholdException].
- * - A renewal's `tolerance` is the namespace's, fixed by its first use
- *   (SLOT-02): the one a renewal passes does not change it.
+ * - A renewal's `tolerance` must be the namespace's, fixed by its first use
+ *   (SLOT-02): one that differs from the tolerance the namespace was used
+ *   with through this store's SPI (by an acquire, or else a first
+ *   renewal) throws [NamespaceMismatchException], as an acquire with
+ *   another one does. The store's renew request carries no tolerance, so
+ *   a process that renews a namespace it never used otherwise is checked
+ *   only against its own first renewal; the namespace's recorded tolerance
+ *   is what sets the ceiling either way.
+ * - The namespace handles a call opens are kept for the next call with the
+ *   same parameters (at most [KEPT] of them).
  */
 internal class SlotStore(
     private val store: Store,
     private val timeout: Duration?,
 ) : SlotLeaseStore {
+    /** The namespace handles opened, by what opened them. */
+    private val opened = ConcurrentHashMap<Opened, Slots>()
+
+    /** What a namespace handle was opened with. */
+    private data class Opened(
+        val namespace: String,
+        val limit: Int?,
+        val ttl: JavaDuration?,
+        val tolerance: JavaDuration?,
+        val offset: Int,
+    )
+
+    private fun slots(
+        namespace: String,
+        limit: Int? = null,
+        ttl: JavaDuration? = null,
+        tolerance: JavaDuration? = null,
+        offset: Int,
+    ): Slots {
+        if (opened.size >= KEPT) opened.clear()
+        return opened.computeIfAbsent(Opened(namespace, limit, ttl, tolerance, offset)) {
+            store.slots(
+                namespace,
+                limit = limit,
+                ttl = ttl?.toKotlinDuration(),
+                tolerance = tolerance?.toKotlinDuration(),
+                offset = offset,
+                timeout = timeout,
+            )
+        }
+    }
     override fun acquire(
         namespace: String,
         owner: Owner,
@@ -39,17 +79,11 @@ internal class SlotStore(
         preferredSlot: OptionalInt,
     ): AcquireResult =
         answer {
-            val slots =
-                store.slots(
-                    namespace,
-                    limit = limit,
-                    ttl = ttl.toKotlinDuration(),
-                    tolerance = tolerance.toKotlinDuration(),
-                    offset = slotOffset,
-                    timeout = timeout,
-                )
+            val slots = slots(namespace, limit, ttl, tolerance, slotOffset)
             val preferred = if (preferredSlot.isPresent) preferredSlot.asInt else null
-            slots.acquire(owner, preferred)?.let(AcquireResult::Leased) ?: AcquireResult.EXHAUSTED
+            val got = slots.acquire(owner, preferred)?.let(AcquireResult::Leased) ?: AcquireResult.EXHAUSTED
+            store.slotTolerances[namespace] = tolerance
+            got
         }
 
     override fun renew(
@@ -58,21 +92,18 @@ internal class SlotStore(
         tolerance: JavaDuration,
     ): Optional<SlotLease> =
         answer {
-            val slots =
-                store.slots(
-                    lease.namespace(),
-                    ttl = ttl.toKotlinDuration(),
-                    tolerance = tolerance.toKotlinDuration(),
-                    offset = lease.slotOffset(),
-                    timeout = timeout,
-                )
-            Optional.ofNullable(slots.renew(lease))
+            val namespace = lease.namespace()
+            val known = store.slotTolerances.putIfAbsent(namespace, tolerance)
+            if (known != null && known != tolerance) {
+                throw NamespaceMismatch("the slot namespace $namespace is used with tolerance $known, a renewal passed $tolerance")
+            }
+            Optional.ofNullable(slots(namespace, ttl = ttl, tolerance = tolerance, offset = lease.slotOffset()).renew(lease))
         }
 
     override fun release(
         lease: SlotLease,
         lastIssued: Long,
-    ): Boolean = answer { store.slots(lease.namespace(), offset = lease.slotOffset(), timeout = timeout).release(lease, lastIssued) }
+    ): Boolean = answer { slots(lease.namespace(), offset = lease.slotOffset()).release(lease, lastIssued) }
 
     /** The answer of [call], its failures as the SPI names them. */
     private fun <T> answer(call: suspend () -> T): T =
@@ -83,4 +114,9 @@ internal class SlotStore(
         } catch (e: Timeout) {
             throw StoreTimeoutException(e.message ?: "the store did not answer in time", e)
         }
+
+    private companion object {
+        /** The most namespace handles kept; past it, they are opened afresh. */
+        const val KEPT = 64
+    }
 }

@@ -4,6 +4,7 @@ import dev.leasehold.slots.SlotLeaseStore
 import dev.leasehold.uniffi.NativeIdsOptions
 import dev.leasehold.uniffi.NativeSlotsOptions
 import dev.leasehold.uniffi.NativeStore
+import java.util.concurrent.ConcurrentHashMap
 import kotlin.time.Duration
 
 /**
@@ -131,6 +132,9 @@ class Store internal constructor(
      */
     @JvmOverloads
     fun slotLeaseStore(timeout: Duration? = null): SlotLeaseStore = SlotStore(this, timeout)
+
+    /** The tolerance each slot namespace was used with through the SPI ([SlotStore]). */
+    internal val slotTolerances = ConcurrentHashMap<String, java.time.Duration>()
 
     /**
      * Closes the store: its leases end, its waiting calls fail [Closed]. It

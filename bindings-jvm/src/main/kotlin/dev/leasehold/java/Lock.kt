@@ -39,13 +39,14 @@ class Lock internal constructor(
 
     /**
      * Holds [key] while [fn]'s future runs, as [hold] does, if the key is
-     * free now; empty, and [fn] is not called, when it is held (LOCK-17).
-     * (Empty too when [fn]'s future completes with null.)
+     * free now: [Attempt.Ran] with the value [fn]'s future completed with
+     * (null included), or [Attempt.Refused], and [fn] is not called, when
+     * the key is held (LOCK-17).
      */
-    fun <T : Any> tryHold(
+    fun <T> tryHold(
         key: String,
         fn: Function<Lease, out CompletionStage<T>>,
-    ): CompletableFuture<Optional<T>> = futureOf { lock.tryHold(key) { Optional.ofNullable(run(fn, it)) } ?: Optional.empty() }
+    ): CompletableFuture<Attempt<T>> = futureOf { lock.tryHold(key) { Attempt.of(run(fn, it)) } ?: Attempt.refused() }
 
     private suspend fun <T> run(
         fn: Function<Lease, out CompletionStage<T>>,

@@ -132,3 +132,47 @@ data class IdsOptions private constructor(
         fun defaults() = IdsOptions()
     }
 }
+
+/**
+ * A slot namespace's options ([Store.slots]): immutable; each `with…`
+ * returns a copy; unset, the core's defaults. The namespace's first use
+ * fixes its limit, tolerance, offset and layout (SLOT-02).
+ */
+@ConsistentCopyVisibility
+data class SlotsOptions private constructor(
+    val limit: Int? = null,
+    val ttl: Duration? = null,
+    val tolerance: Duration? = null,
+    val offset: Int? = null,
+    val margin: Duration? = null,
+    val timeout: Duration? = null,
+    val layout: IdLayout? = null,
+) {
+    /** With the number of slots. */
+    fun withLimit(limit: Int) = copy(limit = limit)
+
+    /** With the ttl of this handle's leases. */
+    fun withTtl(ttl: Duration) = copy(ttl = ttl)
+
+    /** With how far a lease's ceiling lies beyond its expiry. */
+    fun withTolerance(tolerance: Duration) = copy(tolerance = tolerance)
+
+    /** With what a node number adds to the slot. */
+    fun withOffset(offset: Int) = copy(offset = offset)
+
+    /** With how long before a held slot's expiry its holder declares it lost. */
+    fun withMargin(margin: Duration) = copy(margin = margin)
+
+    /** With a bound on one slot call (SLOT-07). */
+    fun withTimeout(timeout: Duration) = copy(timeout = timeout)
+
+    /** With the ID layout the namespace is fixed to. */
+    fun withLayout(layout: IdLayout) = copy(layout = layout)
+
+    /** The defaults. */
+    companion object {
+        /** The core's defaults. */
+        @JvmStatic
+        fun defaults() = SlotsOptions()
+    }
+}

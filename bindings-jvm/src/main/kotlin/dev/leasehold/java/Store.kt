@@ -77,6 +77,25 @@ class Store internal constructor(
             )
         }
 
+    /** Opens the slot namespace [name] with [options] (SLOT-02); nothing is sent. */
+    @JvmOverloads
+    fun slots(
+        name: String,
+        options: SlotsOptions = SlotsOptions.defaults(),
+    ): Slots =
+        Slots(
+            store.slots(
+                name,
+                limit = options.limit,
+                ttl = options.ttl.toOptionalKotlin(),
+                tolerance = options.tolerance.toOptionalKotlin(),
+                offset = options.offset,
+                margin = options.margin.toOptionalKotlin(),
+                timeout = options.timeout.toOptionalKotlin(),
+                layout = options.layout,
+            ),
+        )
+
     /**
      * The slot store SPI ([SlotLeaseStore]) on this store: slot leases for Java,
      * synchronous as that interface is. [timeout] bounds each call's

@@ -49,7 +49,8 @@ class JavaHoldTest {
     }
 
     // LOCK-02, LOCK-11, LOCK-17: hold runs the function's future under the
-    // key, tryHold answers empty on a held key, and the fence is a long.
+    // key, tryHold answers Refused on a held key and Ran (null included)
+    // when it ran, and the fence is a long.
     @Test
     void holdRunsTheFunctionsFutureAndTryHoldAnswersEmpty() throws Exception {
         Store store = Leasehold.connect(server.getUrl()).get(10, TimeUnit.SECONDS);
@@ -64,13 +65,15 @@ class JavaHoldTest {
                                                     .tryHold("chat-1", other -> CompletableFuture.completedFuture("ran"))
                                                     .thenApply(
                                                             answer -> {
-                                                                assertEquals(Optional.empty(), answer);
+                                                                assertEquals(Attempt.refused(), answer);
                                                                 return lease.fence();
                                                             }))
                             .get(10, TimeUnit.SECONDS);
             assertTrue(fence > 0);
-            Optional<Long> next = summaries.tryHold("chat-1", lease -> CompletableFuture.completedFuture(lease.fence())).get(10, TimeUnit.SECONDS);
-            assertTrue(next.isPresent() && next.get() > fence, "next fence " + next + " after " + fence);
+            Attempt<Long> next = summaries.tryHold("chat-1", lease -> CompletableFuture.completedFuture(lease.fence())).get(10, TimeUnit.SECONDS);
+            assertTrue(next instanceof Attempt.Ran<Long> ran && ran.value() > fence, "next fence " + next + " after " + fence);
+            // A function whose future completes with null ran: not the answer of a held key.
+            assertEquals(Attempt.of(null), summaries.tryHold("chat-1", lease -> CompletableFuture.completedFuture(null)).get(10, TimeUnit.SECONDS));
         } finally {
             store.close().get(10, TimeUnit.SECONDS);
         }
@@ -155,7 +158,7 @@ class JavaHoldTest {
             first.get(10, TimeUnit.SECONDS);
             assertEquals("c", c.get(10, TimeUnit.SECONDS));
             assertEquals(List.of("c"), ran);
-            assertEquals(Optional.of("free"), lock.tryHold("k", lease -> CompletableFuture.completedFuture("free")).get(10, TimeUnit.SECONDS));
+            assertEquals(Attempt.of("free"), lock.tryHold("k", lease -> CompletableFuture.completedFuture("free")).get(10, TimeUnit.SECONDS));
         } finally {
             store.close().get(10, TimeUnit.SECONDS);
         }

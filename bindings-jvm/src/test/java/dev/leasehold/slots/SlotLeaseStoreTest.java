@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.leasehold.LeaseLost;
+import dev.leasehold.NamespaceMismatch;
 import dev.leasehold.Timeout;
 import dev.leasehold.java.Leasehold;
 import dev.leasehold.java.Store;
@@ -98,6 +99,23 @@ class SlotLeaseStoreTest {
         SlotLease keptRenewed = slots.renew(kept, TTL, TOLERANCE).orElseThrow(() -> new AssertionError("a lease kept as a value renews"));
         assertTrue(slots.release(kept, Long.MAX_VALUE));
         assertEquals(keptRenewed.ceiling(), acquire(new Owner("c", "1"), 1, OptionalInt.empty()).floor(), "the floor stops at the ceiling");
+    }
+
+    // SLOT-02: a renewal's tolerance is the namespace's: another one is
+    // refused NamespaceMismatchException (the store's NamespaceMismatch as
+    // its cause), as an acquire with it is, through any SPI of the store.
+    @Test
+    void slot02ARenewalWithAnotherToleranceIsRefused() {
+        Owner a = new Owner("orders", "a-1");
+        SlotLease lease = acquire(a, 3, OptionalInt.empty());
+        assertTrue(slots.renew(lease, TTL, TOLERANCE).isPresent());
+        Duration other = TOLERANCE.plusSeconds(1);
+        NamespaceMismatchException refused = assertThrows(NamespaceMismatchException.class, () -> slots.renew(lease, TTL, other));
+        assertInstanceOf(NamespaceMismatch.class, refused.getCause());
+        assertThrows(NamespaceMismatchException.class, () -> slots.acquire(namespace, a, 3, TTL, other, 10, OptionalInt.empty()));
+        SlotLeaseStore second = store.slotLeaseStore(Duration.ofMillis(500));
+        assertThrows(NamespaceMismatchException.class, () -> second.renew(lease, TTL, other));
+        assertTrue(second.renew(lease, TTL, TOLERANCE).isPresent());
     }
 
     // SLOT-02, SLOT-07: a namespace first used otherwise throws
