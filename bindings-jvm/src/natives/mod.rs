@@ -22,6 +22,8 @@ mod manual;
 mod pending;
 mod slots;
 mod strings;
+#[cfg(feature = "testing")]
+mod testing;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -221,6 +223,8 @@ pub extern "system" fn JNI_OnLoad(vm: *mut jni::sys::JavaVM, _reserved: *mut c_v
         let mut env = vm.get_env()?;
         let class = env.find_class(loaded::NATIVES)?;
         env.register_native_methods(&class, &natives())?;
+        #[cfg(feature = "testing")]
+        testing::register(&mut env)?;
         loaded::keep(&mut env)
     }));
     match loaded {

@@ -115,6 +115,10 @@ data class IdLayout(
 
     /** The layouts the core names, and custom ones. */
     companion object {
+        init {
+            Natives.load()
+        }
+
         /** 41 bits of milliseconds from 2026-01-01, 10 of node, 12 of sequence. */
         @JvmField
         val DEFAULT: IdLayout = named("default")

@@ -21,6 +21,7 @@ import dev.leasehold.uniffi.newOwner as nativeNewOwner
  */
 object Leasehold {
     init {
+        Natives.load()
         Callbacks.ready()
     }
 

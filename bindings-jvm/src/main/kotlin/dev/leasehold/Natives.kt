@@ -1,16 +1,17 @@
 package dev.leasehold
 
-import com.sun.jna.NativeLibrary
+import com.sun.jna.Native
+import java.io.File
+import java.io.IOException
 import java.lang.ref.Cleaner
 
 /**
  * The hot path into the native library, through JNI (`natives/` in the
  * crate): a hold's begin and end (of a key or a slot), a lease's reads and
  * its loss, a manual lease's extension and release, a slot renewal, IDs. The
- * library registers these natives when the JVM loads it; the first use of
- * this object loads it with `System.load` from where JNA found it for the
- * uniffi-generated plumbing (the test's library folder, or the jar's
- * resources), so both reach the same library.
+ * library registers these natives when the JVM loads it, which the first use
+ * of this object does, before any uniffi call (`Leasehold` and `IdLayout`
+ * load it first), naming the same file to uniffi's JNA calls.
  *
  * Native objects are `Long` handles, each owned by one Kotlin object that
  * frees it once through [cleaner] and keeps itself reachable during each
@@ -19,9 +20,51 @@ import java.lang.ref.Cleaner
  * and the call is answered later.
  */
 internal object Natives {
+    /** The library's name, as JNA and uniffi name it. */
+    private const val LIBRARY = "leasehold_jvm"
+
+    /** uniffi's property naming the file its JNA calls load. */
+    private const val OVERRIDE = "uniffi.component.$LIBRARY.libraryOverride"
+
     init {
-        System.load(NativeLibrary.getInstance("leasehold_jvm").file.absolutePath)
+        val file = libraryFile()
+        if (file == null) {
+            System.loadLibrary(LIBRARY)
+        } else {
+            System.setProperty(OVERRIDE, file.absolutePath)
+            System.load(file.absolutePath)
+        }
     }
+
+    /**
+     * The one file both paths load, so that the process has one copy of
+     * the library (two copies would be two cores): uniffi's override if
+     * set; else the library in `jna.library.path` (the tests, the bench);
+     * else the jar's, extracted once (JNA's resource folders,
+     * `linux-x86-64/` …), deleted when the JVM exits; else null, and the
+     * system's library path. Its path becomes uniffi's override.
+     */
+    private fun libraryFile(): File? {
+        System.getProperty(OVERRIDE)?.let { return File(it) }
+        val name = System.mapLibraryName(LIBRARY)
+        val found =
+            System
+                .getProperty("jna.library.path")
+                .orEmpty()
+                .split(File.pathSeparator)
+                .filter { it.isNotEmpty() }
+                .map { File(it, name) }
+                .firstOrNull { it.isFile }
+        if (found != null) return found
+        return try {
+            Native.extractFromResourcePath(LIBRARY, Natives::class.java.classLoader).also { it.deleteOnExit() }
+        } catch (_: IOException) {
+            null
+        }
+    }
+
+    /** Loads the library, before anything else of it is used (`Leasehold`, `IdLayout`). */
+    fun load() = Unit
 
     /** What a native that may wait returns while it waits. */
     const val PENDING = -1L

@@ -71,6 +71,21 @@ class ErrorsTest {
             assertThrows<Closed> { runBlocking { store.ids("k") } }
         }
 
+    // ERR-03: on the JNI path too, a panic is an Internal failure, at once
+    // or in the task that answers later, and the process goes on; a key
+    // that is not valid Unicode is InvalidArgument there as well.
+    @Test
+    fun `ERR-03 a panic on the JNI path becomes Internal`() =
+        runBlocking<Unit> {
+            assertEquals("Internal", assertThrows<Internal> { TestNatives.panicNow() }.code)
+            val later = assertThrows<Internal> { runBlocking { awaitNative { TestNatives.panicLater(it) } } }
+            assertTrue("panicLater" in (later.message ?: ""), later.message)
+            val store = Leasehold.memory()
+            assertTrue(store.lock("l").hold("k") { it.fence } > 0)
+            assertThrows<InvalidArgument> { runBlocking { store.lock("l").hold("\uD800 a lone surrogate") { error("ran") } } }
+            store.close()
+        }
+
     // ERR-03: a panic of the native library is an Internal failure, in a
     // call that waits and in one that does not; the process goes on.
     @Test
