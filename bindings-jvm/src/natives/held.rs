@@ -15,7 +15,6 @@ use super::failure::{guarded, Answer};
 use super::handles::{self, borrow, free};
 use super::loaded::loaded;
 use super::pending;
-use super::PENDING;
 use crate::calls;
 use crate::kept::Kept;
 
@@ -107,7 +106,7 @@ pub(super) extern "system" fn lost_signal<'l, H: Held>(
 }
 
 /// `Natives.end(held, call)` / `slotEnd`: releases it (LOCK-11); 0 when
-/// done, or [`PENDING`]. Fails `Lost` if it was lost while held (LOCK-10),
+/// done, or `PENDING`. Fails `Lost` if it was lost while held (LOCK-10),
 /// `Closed` if it ended already.
 pub(super) extern "system" fn end<'l, H: Held>(
     mut env: JNIEnv<'l>,
@@ -118,9 +117,6 @@ pub(super) extern "system" fn end<'l, H: Held>(
     guarded(&mut env, 0, |env| {
         // SAFETY: the handle's Kotlin owner is reachable during the call.
         let work = unsafe { borrow::<Kept<H>>(held) }?.end();
-        let answer = pending::answer(env, &call, work, |env, call, ()| {
-            loaded()?.succeeded(env, call, 0)
-        })?;
-        Ok(answer.map_or(PENDING, |()| 0))
+        pending::answer_done(env, &call, work)
     })
 }

@@ -4,7 +4,7 @@
 //! to the Kotlin `Holding` that wraps it.
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jlong, jstring};
+use jni::sys::jlong;
 use jni::JNIEnv;
 use leasehold::{give_up, HoldOptions, Holding, Lease};
 use leasehold_bridge::{Cancel, Spawned};
@@ -124,44 +124,14 @@ fn deliver(env: &mut JNIEnv<'_>, call: &JObject<'_>, handle: jlong) -> jni::erro
     held::deliver::<Holding>(env, call, handle)
 }
 
-/// Runs `read` on the lease of a holding's handle.
-fn reading<'l, T>(
-    env: &mut JNIEnv<'l>,
-    holding: jlong,
-    fallback: T,
-    read: impl FnOnce(&mut JNIEnv<'l>, &Lease) -> Answer<T>,
-) -> T {
-    held::viewing::<Holding, T>(env, holding, fallback, read)
-}
-
 /// `Natives.fence(holding)` (LOCK-02). Fences stay far below 2^63.
 pub(super) extern "system" fn fence<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     holding: jlong,
 ) -> jlong {
-    reading(&mut env, holding, 0, |_, lease| Ok(lease.fence() as jlong))
-}
-
-/// `Natives.key(holding)`.
-pub(super) extern "system" fn key<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    holding: jlong,
-) -> jstring {
-    reading(&mut env, holding, std::ptr::null_mut(), |env, lease| {
-        Ok(env.new_string(lease.key())?.into_raw())
-    })
-}
-
-/// `Natives.lockName(holding)`.
-pub(super) extern "system" fn lock_name<'l>(
-    mut env: JNIEnv<'l>,
-    _: JClass<'l>,
-    holding: jlong,
-) -> jstring {
-    reading(&mut env, holding, std::ptr::null_mut(), |env, lease| {
-        Ok(env.new_string(lease.lock_name())?.into_raw())
+    held::viewing::<Holding, _>(&mut env, holding, 0, |_, lease: &Lease| {
+        Ok(lease.fence() as jlong)
     })
 }
 
@@ -172,7 +142,7 @@ pub(super) extern "system" fn remaining<'l>(
     _: JClass<'l>,
     holding: jlong,
 ) -> jlong {
-    reading(&mut env, holding, 0, |_, lease| {
+    held::viewing::<Holding, _>(&mut env, holding, 0, |_, lease: &Lease| {
         Ok(lease.remaining().map_or(-1, durations::nanos))
     })
 }

@@ -9,9 +9,7 @@ use leasehold_bridge::{Cancel, Spawned};
 
 use super::failure::{guarded, Answer};
 use super::handles::borrow;
-use super::loaded::loaded;
 use super::pending;
-use super::PENDING;
 use crate::calls;
 use crate::durations;
 use crate::manual::NativeManualLease;
@@ -50,7 +48,7 @@ pub(super) extern "system" fn fence<'l>(mut env: JNIEnv<'l>, _: JClass<'l>, leas
 }
 
 /// `Natives.manualExtend(lease, nanos, call)`: sets the expiry to now +
-/// `nanos` (MANUAL-03); 0 when done, or [`PENDING`]. Giving up stops
+/// `nanos` (MANUAL-03); 0 when done, or `PENDING`. Giving up stops
 /// waiting for the store's answer.
 pub(super) extern "system" fn extend<'l>(
     mut env: JNIEnv<'l>,
@@ -74,15 +72,12 @@ pub(super) extern "system" fn extend<'l>(
             )
             .await
         });
-        let answer = pending::answer(env, &call, work, |env, call, ()| {
-            loaded()?.succeeded(env, call, 0)
-        })?;
-        Ok(answer.map_or(PENDING, |()| 0))
+        pending::answer_done(env, &call, work)
     })
 }
 
 /// `Natives.manualRelease(lease, call)`: releases the lease if it still
-/// owns its name (MANUAL-04); 0 when done, or [`PENDING`]. It runs on to
+/// owns its name (MANUAL-04); 0 when done, or `PENDING`. It runs on to
 /// its end even if its caller gives up.
 pub(super) extern "system" fn release<'l>(
     mut env: JNIEnv<'l>,
@@ -95,9 +90,6 @@ pub(super) extern "system" fn release<'l>(
         let work = Spawned::new(calls::runtime(), Cancel::RunOn, async move {
             lease.release().await
         });
-        let answer = pending::answer(env, &call, work, |env, call, ()| {
-            loaded()?.succeeded(env, call, 0)
-        })?;
-        Ok(answer.map_or(PENDING, |()| 0))
+        pending::answer_done(env, &call, work)
     })
 }

@@ -49,7 +49,7 @@ const PENDING: jlong = -1;
 fn natives() -> Vec<NativeMethod> {
     const CALL: &str = "Ldev/leasehold/NativeCall;";
     const STRING: &str = "Ljava/lang/String;";
-    let table: [(&str, String, *mut c_void); 37] = [
+    let table: [(&str, String, *mut c_void); 35] = [
         (
             "begin",
             format!("(J{STRING}{CALL})J"),
@@ -66,12 +66,6 @@ fn natives() -> Vec<NativeMethod> {
             holds::try_begin as *mut c_void,
         ),
         ("fence", "(J)J".into(), holds::fence as *mut c_void),
-        ("key", format!("(J){STRING}"), holds::key as *mut c_void),
-        (
-            "lockName",
-            format!("(J){STRING}"),
-            holds::lock_name as *mut c_void,
-        ),
         ("remaining", "(J)J".into(), holds::remaining as *mut c_void),
         ("lost", "(J)Z".into(), held::lost::<Holding> as *mut c_void),
         (

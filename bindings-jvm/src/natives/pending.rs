@@ -21,6 +21,7 @@ use leasehold_bridge::{noop_waker, panicked, Spawned};
 
 use super::failure::{self, Answer};
 use super::loaded::loaded;
+use super::PENDING;
 use crate::calls;
 
 /// What a call's answer becomes in the JVM, on a runtime thread: a
@@ -63,6 +64,19 @@ pub(super) fn answer<T: Send + 'static>(
         }
     });
     Ok(None)
+}
+
+/// [`answer`] for work that answers nothing: 0 when done, else [`PENDING`]
+/// and `call.succeeded(0)` later.
+pub(super) fn answer_done(
+    env: &mut JNIEnv<'_>,
+    call: &JObject<'_>,
+    work: Spawned<()>,
+) -> Answer<i64> {
+    let answer = answer(env, call, work, |env, call, ()| {
+        loaded()?.succeeded(env, call, 0)
+    })?;
+    Ok(answer.map_or(PENDING, |()| 0))
 }
 
 /// Cancels the task a `NativeCall` was given, and frees it.

@@ -169,24 +169,18 @@ pub(super) extern "system" fn renew<'l>(
     })
 }
 
-fn viewing<'l, T>(
-    env: &mut JNIEnv<'l>,
-    holding: jlong,
-    fallback: T,
-    read: impl FnOnce(&mut JNIEnv<'l>, &HeldSlot) -> Answer<T>,
-) -> T {
-    held::viewing::<SlotHolding, T>(env, holding, fallback, read)
-}
-
 /// `Natives.slotLease(holding)`: the lease's numbers as last renewed.
 pub(super) extern "system" fn lease<'l>(
     mut env: JNIEnv<'l>,
     _: JClass<'l>,
     holding: jlong,
 ) -> jlongArray {
-    viewing(&mut env, holding, std::ptr::null_mut(), |env, slot| {
-        Ok(java_numbers(env, Some(slot.lease()))?.into_raw())
-    })
+    held::viewing::<SlotHolding, _>(
+        &mut env,
+        holding,
+        std::ptr::null_mut(),
+        |env, slot: &HeldSlot| Ok(java_numbers(env, Some(slot.lease()))?.into_raw()),
+    )
 }
 
 /// `Natives.slotIssued(holding, ms)`: records that timestamps up to `ms`
@@ -197,7 +191,7 @@ pub(super) extern "system" fn issued<'l>(
     holding: jlong,
     ms: jlong,
 ) {
-    viewing(&mut env, holding, (), |_, slot| {
+    held::viewing::<SlotHolding, _>(&mut env, holding, (), |_, slot: &HeldSlot| {
         Ok(slot.issued(unsigned("issued timestamp", ms)?)?)
     })
 }
@@ -208,7 +202,7 @@ pub(super) extern "system" fn last_issued<'l>(
     _: JClass<'l>,
     holding: jlong,
 ) -> jlong {
-    viewing(&mut env, holding, 0, |_, slot| {
+    held::viewing::<SlotHolding, _>(&mut env, holding, 0, |_, slot: &HeldSlot| {
         Ok(slot.last_issued() as jlong)
     })
 }
@@ -220,7 +214,7 @@ pub(super) extern "system" fn remaining<'l>(
     _: JClass<'l>,
     holding: jlong,
 ) -> jlong {
-    viewing(&mut env, holding, 0, |_, slot| {
+    held::viewing::<SlotHolding, _>(&mut env, holding, 0, |_, slot: &HeldSlot| {
         Ok(durations::nanos(slot.remaining()))
     })
 }

@@ -92,12 +92,6 @@ internal object Natives {
     /** A holding's fence. */
     @JvmStatic external fun fence(holding: Long): Long
 
-    /** The key held. */
-    @JvmStatic external fun key(holding: Long): String
-
-    /** The name of the key's lock. */
-    @JvmStatic external fun lockName(holding: Long): String
-
     /** Whether the lease was lost. */
     @JvmStatic external fun lost(holding: Long): Boolean
 
