@@ -127,6 +127,37 @@ internal class Holding(
         if (!done) withContext(NonCancellable) { call.await() }
     }
 
+    /**
+     * Runs [block] on this thread, interrupting the thread if the lease is
+     * lost meanwhile (the Java API's blocking hold). An interrupt of ours
+     * still pending when [block] ends is cleared; the hold's end then fails
+     * `Lost`.
+     */
+    fun <T> interruptingOnLoss(block: () -> T): T {
+        val thread = Thread.currentThread()
+        val guard = Any()
+        var done = false
+        var interrupted = false
+        val interrupt = {
+            synchronized(guard) {
+                if (!done) {
+                    interrupted = true
+                    thread.interrupt()
+                }
+            }
+        }
+        val call = NativeCall()
+        val lostAlready = read({ Natives.lostSignal(it, call) }) { it.lossReason } != null
+        if (lostAlready) interrupt() else call.whenAnswered(interrupt)
+        try {
+            return block()
+        } finally {
+            call.cancel()
+            synchronized(guard) { done = true }
+            if (interrupted) Thread.interrupted()
+        }
+    }
+
     private inline fun <T> read(
         live: (Long) -> T,
         after: (Ended) -> T,
@@ -156,7 +187,7 @@ internal class Holding(
 
 /** The lease of a held key, as the block running under it sees it. */
 class Lease internal constructor(
-    private val holding: Holding,
+    internal val holding: Holding,
 ) {
     /**
      * The fence: larger than every fence the key's lock gave before

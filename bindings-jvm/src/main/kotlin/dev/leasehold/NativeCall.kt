@@ -9,7 +9,7 @@ import kotlin.coroutines.resumeWithException
 /**
  * A native call that waits (`natives/pending.rs`): the library answers it
  * from one of its threads with [succeeded], [succeededWith] or [failed],
- * and [await] suspends until then. Cancelling the awaiting coroutine
+ * and [await] suspends until then (or [whenAnswered] acts then). Cancelling the awaiting coroutine
  * cancels the library's task, which leaves a line or lets a release run
  * on; an answer that comes anyway is handed to [unwanted] (a holding, to
  * free and so release).
@@ -35,15 +35,33 @@ internal class NativeCall(
     /** Waits for the answer. */
     suspend fun await(): Any? =
         suspendCancellableCoroutine { waiter ->
-            waiter.invokeOnCancellation { task.getAndSet(0).let { if (it != 0L) Natives.callCancel(it) } }
+            waiter.invokeOnCancellation { cancel() }
             if (!state.compareAndSet(WAITING, waiter)) resume(waiter, state.get())
         }
+
+    /**
+     * Instead of [await]: runs [action] once the answer comes (at once if it
+     * came), on the thread that answers, which must not be kept long.
+     */
+    fun whenAnswered(action: () -> Unit) {
+        if (!state.compareAndSet(WAITING, Answered(action))) action()
+    }
+
+    /** Gives the call up: the library's task is cancelled, and no answer comes after. */
+    fun cancel() {
+        task.getAndSet(0).let { if (it != 0L) Natives.callCancel(it) }
+    }
 
     private fun settle(outcome: Any?) {
         task.getAndSet(0).let { if (it != 0L) Natives.callEnded(it) }
         if (state.compareAndSet(WAITING, outcome)) return
-        @Suppress("UNCHECKED_CAST")
-        resume(state.get() as CancellableContinuation<Any?>, outcome)
+        when (val waiting = state.get()) {
+            is Answered -> waiting.action()
+            else -> {
+                @Suppress("UNCHECKED_CAST")
+                resume(waiting as CancellableContinuation<Any?>, outcome)
+            }
+        }
     }
 
     private fun resume(
@@ -59,6 +77,10 @@ internal class NativeCall(
 
     private class Failed(
         val exception: Throwable,
+    )
+
+    private class Answered(
+        val action: () -> Unit,
     )
 
     private companion object {

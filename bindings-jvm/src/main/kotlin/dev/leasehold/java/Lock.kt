@@ -1,6 +1,7 @@
 package dev.leasehold.java
 
 import kotlinx.coroutines.future.await
+import kotlinx.coroutines.runBlocking
 import java.time.Duration
 import java.util.Optional
 import java.util.concurrent.CompletableFuture
@@ -47,6 +48,45 @@ class Lock internal constructor(
         key: String,
         fn: Function<Lease, out CompletionStage<T>>,
     ): CompletableFuture<Attempt<T>> = futureOf { lock.tryHold(key) { Attempt.of(run(fn, it)) } ?: Attempt.refused() }
+
+    /**
+     * Holds [key] while [fn] runs on the calling thread, which blocks: waits
+     * in line for the key (FIFO, at most [wait] if given, else the lock's
+     * own), calls [fn] with the lease, releases the key (LOCK-11) and
+     * returns what [fn] returned. For threads that may block: platform
+     * threads, or virtual threads, which block cheaply.
+     *
+     * A lost lease interrupts the calling thread while [fn] runs (LOCK-09);
+     * `holdBlocking` then throws `dev.leasehold.LeaseLost`, with the
+     * exception [fn] threw, if it threw one, as its cause (LOCK-10), and
+     * the interrupt cleared. Interrupting the calling thread while it waits
+     * in line leaves the line (LOCK-18) and throws `InterruptedException`.
+     */
+    @Throws(InterruptedException::class)
+    fun <T> holdBlocking(
+        key: String,
+        wait: Duration?,
+        fn: Function<Lease, T>,
+    ): T = runBlocking { lock.hold(key, wait.toOptionalKotlin()) { it.holding.interruptingOnLoss { fn.apply(Lease(it)) } } }
+
+    /** As [holdBlocking] with the lock's own bound on waiting. */
+    @Throws(InterruptedException::class)
+    fun <T> holdBlocking(
+        key: String,
+        fn: Function<Lease, T>,
+    ): T = holdBlocking(key, null, fn)
+
+    /**
+     * Holds [key] while [fn] runs on the calling thread, as [holdBlocking]
+     * does, if the key is free now: [Attempt.Ran] with [fn]'s value, or
+     * [Attempt.Refused], and [fn] is not called, when the key is held (LOCK-17).
+     */
+    @Throws(InterruptedException::class)
+    fun <T> tryHoldBlocking(
+        key: String,
+        fn: Function<Lease, T>,
+    ): Attempt<T> =
+        runBlocking { lock.tryHold(key) { Attempt.of(it.holding.interruptingOnLoss { fn.apply(Lease(it)) }) } ?: Attempt.refused() }
 
     private suspend fun <T> run(
         fn: Function<Lease, out CompletionStage<T>>,

@@ -24,7 +24,8 @@ import org.openjdk.jmh.annotations.TearDown;
  * {@code lock.hold(key, lease -> done).join()}; Kotlin
  * {@code lock.hold(key) {}} from a coroutine, {@link KotlinCycles#BATCH}
  * cycles an invocation. On the embedded store, or on the server store at
- * the system property {@code leasehold.bench.server}.
+ * the system property {@code leasehold.bench.server}. Java blocking:
+ * {@code lock.holdBlocking(key, lease -> null)}.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -61,6 +62,17 @@ public class HoldCycles {
     @Benchmark
     public void java() {
         javaLock.hold("k", lease -> DONE).join();
+    }
+
+    /**
+     * One Java blocking hold cycle.
+     *
+     * @return the function's value
+     * @throws InterruptedException never: nothing interrupts the benchmark
+     */
+    @Benchmark
+    public Object javaBlocking() throws InterruptedException {
+        return javaLock.holdBlocking("k", lease -> null);
     }
 
     /** Kotlin hold cycles, {@link KotlinCycles#BATCH} an invocation. */

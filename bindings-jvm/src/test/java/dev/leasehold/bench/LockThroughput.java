@@ -24,7 +24,8 @@ import org.redisson.config.Config;
 /**
  * Lock and unlock cycles a second from Java, each thread on a key of its
  * own, for {@code make bench-jvm} (run at 1 and 16 threads): Leasehold's
- * server store ({@code lock.hold(key, fn).join()}, one store for all
+ * server store ({@code lock.hold(key, fn).join()} and
+ * {@code lock.holdBlocking(key, fn)}, one store for all
  * threads, as a service would have) against Redisson's {@code RLock}
  * ({@code lock(); unlock()}, its watchdog renewing as Leasehold renews) on
  * the Redis at {@code leasehold.bench.redis}.
@@ -77,6 +78,19 @@ public class LockThroughput {
     @Benchmark
     public void leasehold(Clients clients, Key key) {
         clients.lock.hold(key.name, lease -> DONE).join();
+    }
+
+    /**
+     * One Leasehold cycle, blocking ({@code holdBlocking}).
+     *
+     * @param clients the clients
+     * @param key this thread's key
+     * @return the function's value
+     * @throws InterruptedException never: nothing interrupts the benchmark
+     */
+    @Benchmark
+    public Object leaseholdBlocking(Clients clients, Key key) throws InterruptedException {
+        return clients.lock.holdBlocking(key.name, lease -> null);
     }
 
     /** One Redisson cycle. */

@@ -107,6 +107,95 @@ class JavaHoldTest {
         }
     }
 
+    // LOCK-09, LOCK-10, LOCK-17: holdBlocking runs the function on the
+    // calling thread and returns its value; tryHoldBlocking is Refused on a
+    // held key; a loss interrupts the function, holdBlocking throws
+    // LeaseLost with the function's own failure as its cause, and leaves
+    // the thread's interrupt cleared.
+    @Test
+    void holdBlockingRunsOnTheCallingThreadAndALossInterruptsIt() throws Exception {
+        Store store = Leasehold.connect(server.getUrl()).get(10, TimeUnit.SECONDS);
+        try {
+            Lock lock = store.lock("java-blocking", Duration.ofSeconds(2));
+            Thread caller = Thread.currentThread();
+            long fence =
+                    lock.holdBlocking(
+                            "k",
+                            lease -> {
+                                assertSame(caller, Thread.currentThread());
+                                try {
+                                    assertEquals(Attempt.refused(), lock.tryHoldBlocking("k", other -> "ran"));
+                                } catch (InterruptedException e) {
+                                    throw new IllegalStateException(e);
+                                }
+                                return lease.fence();
+                            });
+            assertTrue(fence > 0);
+            assertEquals(Attempt.of("free"), lock.tryHoldBlocking("k", lease -> "free"));
+            long started = System.nanoTime();
+            LeaseLost lost =
+                    assertThrows(
+                            LeaseLost.class,
+                            () ->
+                                    lock.holdBlocking(
+                                            "k",
+                                            lease -> {
+                                                server.freeze();
+                                                try {
+                                                    Thread.sleep(20_000);
+                                                    return "slept";
+                                                } catch (InterruptedException e) {
+                                                    throw new IllegalStateException("interrupted by the loss", e);
+                                                }
+                                            }));
+            assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(15), "the loss did not interrupt the sleep");
+            assertInstanceOf(IllegalStateException.class, lost.getCause());
+            assertInstanceOf(InterruptedException.class, lost.getCause().getCause());
+            assertTrue(!Thread.currentThread().isInterrupted(), "the interrupt was left set");
+        } finally {
+            server.thaw();
+            store.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    // LOCK-18: interrupting a thread that waits in holdBlocking leaves the
+    // line: it throws InterruptedException, its function never runs, and the
+    // next waiter is granted when the holder ends.
+    @Test
+    void interruptingAWaitingHoldBlockingLeavesTheLine() throws Exception {
+        Store store = Leasehold.connect(server.getUrl()).get(10, TimeUnit.SECONDS);
+        try {
+            Lock lock = store.lock("java-blocking-18", Duration.ofSeconds(10));
+            CompletableFuture<Void> release = new CompletableFuture<>();
+            CompletableFuture<Void> first = lock.hold("k", lease -> release);
+            Thread.sleep(200);
+            List<String> ran = Collections.synchronizedList(new ArrayList<>());
+            CompletableFuture<Throwable> waiter = new CompletableFuture<>();
+            Thread b =
+                    new Thread(
+                            () -> {
+                                try {
+                                    lock.holdBlocking("k", lease -> ran.add("b"));
+                                    waiter.complete(null);
+                                } catch (Throwable t) {
+                                    waiter.complete(t);
+                                }
+                            });
+            b.start();
+            Thread.sleep(200);
+            CompletableFuture<String> c = lock.hold("k", lease -> CompletableFuture.completedFuture(ran.add("c") ? "c" : ""));
+            Thread.sleep(200);
+            b.interrupt();
+            assertInstanceOf(InterruptedException.class, waiter.get(10, TimeUnit.SECONDS));
+            release.complete(null);
+            first.get(10, TimeUnit.SECONDS);
+            assertEquals("c", c.get(10, TimeUnit.SECONDS));
+            assertEquals(List.of("c"), ran);
+        } finally {
+            store.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
     // LOCK-10: a function that fails after the loss (its stage already
     // failed when it returns) has its own failure kept as the cause of LeaseLost.
     @Test

@@ -121,19 +121,20 @@ fun main(args: Array<String>) {
             lines += "## Hold cycle, median of $rounds rounds"
             lines += ""
             lines += "One key, uncontended. Rust: `lock.begin(key)` + `holding.end()` (bench/src/bin/hold_cycle.rs); " +
-                "Kotlin: `lock.hold(key) {}`; Java: `lock.hold(key, lease -> done).join()` (JMH, `HoldCycles`). " +
+                "Kotlin: `lock.hold(key) {}`; Java: `lock.hold(key, lease -> done).join()`; Java, blocking: " +
+                "`lock.holdBlocking(key, lease -> null)` (JMH, `HoldCycles`). " +
                 "The ratio is the median of each round's JVM time over the same round's Rust time."
             lines += ""
             lines += "| store | language | Rust µs | JVM µs | JVM / Rust (lowest-highest) |"
             lines += "|---|---|---:|---:|---|"
             for ((store, pick) in listOf("embedded" to { p: Pair<Double, Double> -> p.first }, "server" to { p: Pair<Double, Double> -> p.second })) {
-                for (language in listOf("kotlin", "java")) {
-                    val us = jvm.map { it.getValue("$language/$store") / 1e3 }
+                for ((benchmark, language) in listOf("kotlin" to "Kotlin", "java" to "Java", "javaBlocking" to "Java, blocking")) {
+                    val us = jvm.map { it.getValue("$benchmark/$store") / 1e3 }
                     val ratios = us.indices.map { us[it] / pick(rust[it]) }
                     lines +=
                         String.format(
                             "| %s | %s | %.2f | %.2f | %.2fx (%.2f-%.2f) |",
-                            store, language.replaceFirstChar(Char::uppercase), median(rust.map(pick)), median(us), median(ratios), ratios.min(), ratios.max(),
+                            store, language, median(rust.map(pick)), median(us), median(ratios), ratios.min(), ratios.max(),
                         )
                 }
             }
@@ -153,12 +154,12 @@ fun main(args: Array<String>) {
             lines += ""
             lines += "## Lock cycles a second from Java, each thread on a key of its own (JMH, `LockThroughput`)"
             lines += ""
-            lines += "| threads | Leasehold, server store (`lock.hold(key, fn).join()`) | Redisson `RLock` on Redis (`lock(); unlock()`) | Leasehold / Redisson |"
-            lines += "|---:|---:|---:|---|"
+            lines += "| threads | Leasehold, server store: `lock.hold(key, fn).join()` | `lock.holdBlocking(key, fn)` | Redisson `RLock` on Redis (`lock(); unlock()`) | Leasehold / Redisson (future, blocking) |"
+            lines += "|---:|---:|---:|---:|---|"
             for (threads in listOf(1, 16)) {
                 val got = jmh("LockThroughput", threads, properties)
-                val (l, r) = got.getValue("leasehold") to got.getValue("redisson")
-                lines += String.format("| %d | %,.0f | %,.0f | %.2fx |", threads, l, r, l / r)
+                val (l, b, r) = listOf(got.getValue("leasehold"), got.getValue("leaseholdBlocking"), got.getValue("redisson"))
+                lines += String.format("| %d | %,.0f | %,.0f | %,.0f | %.2fx, %.2fx |", threads, l, b, r, l / r, b / r)
             }
         }
     }
