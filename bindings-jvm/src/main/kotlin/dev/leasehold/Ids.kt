@@ -34,12 +34,7 @@ class IdGenerator internal constructor(
     fun nextNow(): Long = Natives.nextNow(handle).also { reachabilityFence(this) }
 
     /** The next ID, waiting while none can be issued yet. */
-    suspend fun next(): Long {
-        val call = NativeCall()
-        val id = Natives.next(handle, call)
-        reachabilityFence(this)
-        return if (id == Natives.PENDING) call.await() as Long else id
-    }
+    suspend fun next(): Long = awaitNative { Natives.next(handle, it) }.also { reachabilityFence(this) }
 
     /**
      * As many IDs as can be issued now, 1 to [n] (at most 1,048,576); fails

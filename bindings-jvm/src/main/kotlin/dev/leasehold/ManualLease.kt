@@ -1,8 +1,6 @@
 package dev.leasehold
 
 import dev.leasehold.uniffi.NativeManualLease
-import kotlinx.coroutines.NonCancellable
-import kotlinx.coroutines.withContext
 import java.lang.ref.Reference.reachabilityFence
 import kotlin.time.Duration
 
@@ -36,9 +34,7 @@ class ManualLease internal constructor(
      * its end even if the calling coroutine is cancelled.
      */
     suspend fun release() {
-        val call = NativeCall()
-        val released = Natives.manualRelease(handle, call)
+        endNative { Natives.manualRelease(handle, it) }
         reachabilityFence(this)
-        if (released == Natives.PENDING) withContext(NonCancellable) { call.await() }
     }
 }

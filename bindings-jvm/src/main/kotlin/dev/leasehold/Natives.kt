@@ -1,6 +1,8 @@
 package dev.leasehold
 
 import com.sun.jna.Native
+import kotlinx.coroutines.NonCancellable
+import kotlinx.coroutines.withContext
 import java.io.File
 import java.io.IOException
 import java.lang.ref.Cleaner
@@ -204,6 +206,15 @@ internal suspend inline fun awaitNative(
     val call = NativeCall(unwanted)
     val answer = start(call)
     return if (answer == Natives.PENDING) call.await() as Long else answer
+}
+
+/**
+ * Runs a native call that ends something (a release) and may wait: a wait
+ * runs on to its end even if the calling coroutine is cancelled.
+ */
+internal suspend inline fun endNative(start: (NativeCall) -> Long) {
+    val call = NativeCall()
+    if (start(call) == Natives.PENDING) withContext(NonCancellable) { call.await() }
 }
 
 /** Runs a native call that may wait and answers an object: null while it waits. */

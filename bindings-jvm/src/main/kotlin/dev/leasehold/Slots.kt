@@ -5,8 +5,6 @@ import dev.leasehold.slots.SlotLease
 import dev.leasehold.uniffi.NativeOwner
 import dev.leasehold.uniffi.NativeSlotLease
 import dev.leasehold.uniffi.NativeSlots
-import kotlinx.coroutines.NonCancellable
-import kotlinx.coroutines.withContext
 import java.lang.ref.Reference.reachabilityFence
 import kotlin.time.Duration
 
@@ -134,10 +132,8 @@ internal class SlotHolding(
     override suspend fun lostSignal(): String = awaitNativeObject { Natives.slotLostSignal(handle, it) }.also { reachabilityFence(this) }
 
     override suspend fun end() {
-        val call = NativeCall()
-        val ended = Natives.slotEnd(handle, call)
+        endNative { Natives.slotEnd(handle, it) }
         reachabilityFence(this)
-        if (ended == Natives.PENDING) withContext(NonCancellable) { call.await() }
     }
 }
 
