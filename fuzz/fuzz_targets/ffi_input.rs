@@ -24,14 +24,15 @@ use std::time::Duration;
 
 use leasehold::etcd::EtcdTarget;
 use leasehold::idgen::IdLayout;
+use leasehold::postgres::PostgresTarget;
 use leasehold::remote::Target;
 use leasehold::{duration, names};
 use leasehold_ffi::{
     lh_cancel, lh_code, lh_duration_parse, lh_error, lh_error_code, lh_error_free, lh_holding,
-    lh_id_layout, lh_id_layout_parts, lh_id_parts,
-    lh_holding_end, lh_lock, lh_lock_begin_async, lh_lock_free, lh_lock_open, lh_lock_options,
-    lh_lock_try_begin, lh_manual, lh_manual_free, lh_manual_release, lh_outcome, lh_store,
-    lh_store_connect, lh_store_memory, lh_store_try_acquire,
+    lh_holding_end, lh_id_layout, lh_id_layout_parts, lh_id_parts, lh_lock, lh_lock_begin_async,
+    lh_lock_free, lh_lock_open, lh_lock_options, lh_lock_try_begin, lh_manual, lh_manual_free,
+    lh_manual_release, lh_outcome, lh_store, lh_store_connect, lh_store_memory,
+    lh_store_try_acquire,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -137,8 +138,9 @@ fn check_duration(bytes: &[u8]) {
     }
 }
 
-/// Store URLs: a URL the core's parser refuses fails `lh_store_connect`
-/// with `LH_INVALID_ARGUMENT` without a connection; one it takes is well formed.
+/// Store URLs (the server store's, etcd's and PostgreSQL's): a URL the
+/// core's parser refuses fails `lh_store_connect` with `LH_INVALID_ARGUMENT`
+/// without a connection; one it takes is well formed and not connected to.
 fn check_url(bytes: &[u8]) {
     let refused = match std::str::from_utf8(bytes) {
         Err(_) => true,
@@ -150,6 +152,17 @@ fn check_url(bytes: &[u8]) {
                     "{url:?}: prefix {:?}",
                     t.prefix
                 );
+                false
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), leasehold::ErrorKind::InvalidArgument, "{url:?}");
+                true
+            }
+        },
+        Ok(url) if leasehold::is_postgres_url(url) => match PostgresTarget::parse(url) {
+            Ok(t) => {
+                assert!(!t.config.get_hosts().is_empty(), "{url:?}: no host");
+                assert!((1..=256).contains(&t.pool_size), "{url:?}: pool size");
                 false
             }
             Err(e) => {
