@@ -46,6 +46,7 @@ mod loss;
 mod loss_channel;
 mod manual;
 mod memory;
+pub mod overview;
 #[doc(hidden)]
 pub mod names;
 #[cfg(feature = "postgres")]

@@ -16,6 +16,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
+use crate::overview::{Activity, Overview, OverviewQuery};
 use crate::slots::{AcquireResult, Recovered, SlotJournal, SlotLease, SlotRequest, SlotTable};
 use crate::table::{Event, GiveUp, Grant, HoldRequest, LeaseTable, Limits};
 
@@ -199,6 +200,75 @@ impl MemoryDriver {
         })
     }
 
+    /// [`Driver::hold`] for `holder`, a number the caller gives its holders
+    /// (the server, its connections') that [`MemoryDriver::overview`] and
+    /// [`MemoryDriver::drain_activity`] show; it changes nothing else.
+    pub fn hold_as(&self, request: HoldRequest, holder: u64) -> Result<HoldAnswer> {
+        let request_id = request.request_id;
+        let queue = request.queue && self.shared.capabilities.push;
+        let request = HoldRequest { queue, ..request };
+        self.shared.with_state(|st, now| {
+            Ok(match st.table.hold_as(request, now, holder)? {
+                HoldAnswer::Granted(grant) => {
+                    let (tx, rx) = loss_channel();
+                    st.losses.insert(grant.lease_id, tx);
+                    HoldAnswer::Granted(Granted { grant, lost: rx })
+                }
+                HoldAnswer::NotHeld => HoldAnswer::NotHeld,
+                HoldAnswer::Queued { ahead, .. } => {
+                    let (tx, rx) = oneshot::channel();
+                    st.waiters.insert(request_id, tx);
+                    HoldAnswer::Queued { waiting: rx, ahead }
+                }
+            })
+        })
+    }
+
+    /// What the store holds now: the locks' counts, the keys `query`
+    /// selects, and the slot namespaces (one pass over the keys, under the
+    /// store's lock).
+    pub fn overview(&self, query: &OverviewQuery) -> Overview {
+        let now_ms = self.shared.clock.unix_millis();
+        let mut st = self.shared.lock();
+        let now = self.shared.clock.now();
+        st.table.advance(now);
+        let table = st.table.overview(query, now);
+        Overview {
+            locks: table.locks,
+            keys: table.keys,
+            matched: table.matched,
+            namespaces: st.slots.overview(now_ms),
+        }
+    }
+
+    /// Starts (or stops) recording grants, releases and losses for
+    /// [`MemoryDriver::drain_activity`]; off (the default), it costs nothing.
+    pub fn record_activity(&self, on: bool) {
+        self.shared.lock().table.record_activity(on);
+    }
+
+    /// The grants, releases and losses since the last drain, oldest first
+    /// (at most 4,096: older ones are dropped).
+    pub fn drain_activity(&self) -> Vec<Activity> {
+        let mut st = self.shared.lock();
+        let drained = st.table.drain_activity();
+        drop(st);
+        let (now, now_ms) = (self.shared.clock.now(), self.shared.clock.unix_millis());
+        drained
+            .into_iter()
+            .map(|a| Activity {
+                at_ms: now_ms.saturating_sub(
+                    u64::try_from(now.saturating_since(a.at).as_millis()).unwrap_or(u64::MAX),
+                ),
+                kind: a.kind,
+                lock: a.lock.to_string(),
+                key: a.key.to_string(),
+                fence: a.fence,
+                holder: a.holder,
+            })
+            .collect()
+    }
+
     /// How many leases the store holds now.
     pub fn held(&self) -> usize {
         self.shared.lock().table.held()
@@ -335,24 +405,7 @@ impl Driver for MemoryDriver {
     }
 
     async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
-        let request_id = request.request_id;
-        let queue = request.queue && self.shared.capabilities.push;
-        let request = HoldRequest { queue, ..request };
-        self.shared.with_state(|st, now| {
-            Ok(match st.table.hold(request, now)? {
-                HoldAnswer::Granted(grant) => {
-                    let (tx, rx) = loss_channel();
-                    st.losses.insert(grant.lease_id, tx);
-                    HoldAnswer::Granted(Granted { grant, lost: rx })
-                }
-                HoldAnswer::NotHeld => HoldAnswer::NotHeld,
-                HoldAnswer::Queued { ahead, .. } => {
-                    let (tx, rx) = oneshot::channel();
-                    st.waiters.insert(request_id, tx);
-                    HoldAnswer::Queued { waiting: rx, ahead }
-                }
-            })
-        })
+        self.hold_as(request, 0)
     }
 
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {

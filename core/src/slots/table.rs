@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{AcquireResult, NamespaceSpec, Owner, SlotLease, SlotRequest};
 use crate::error::{Error, ErrorKind, Result};
+use crate::overview::{NamespaceRow, SlotRow};
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -105,6 +106,30 @@ impl SlotTable {
     /// One slot's record as the table has it now.
     pub(crate) fn slot_record(&self, name: &str, slot: u32) -> Option<Slot> {
         self.namespaces.get(name)?.slots.get(&slot).cloned()
+    }
+
+    /// Every namespace with the slots ever taken, as an overview shows
+    /// them at `now_ms` (unix ms): a slot whose holder expired is free, its
+    /// floor covering the old ceiling, as its next acquire would find it.
+    pub fn overview(&self, now_ms: u64) -> Vec<NamespaceRow> {
+        let now_ms = now_ms.max(self.now);
+        let mut out: Vec<NamespaceRow> = self
+            .namespaces
+            .iter()
+            .map(|(name, ns)| NamespaceRow {
+                name: name.clone(),
+                limit: ns.spec.limit,
+                offset: ns.spec.offset,
+                layout: ns.spec.layout,
+                slots: ns
+                    .slots
+                    .iter()
+                    .map(|(&slot, state)| slot_row(slot, state, now_ms))
+                    .collect(),
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 
     /// Fixes a namespace's parameters as a store's journal recorded them.
@@ -361,4 +386,26 @@ fn lowest_free(slots: &BTreeMap<u32, Slot>, limit: u32, now: u64) -> Option<u32>
         next = slot + 1;
     }
     (next < limit).then_some(next)
+}
+
+/// One slot as an overview shows it at `now_ms`.
+fn slot_row(slot: u32, state: &Slot, now_ms: u64) -> SlotRow {
+    match state.holder.as_ref() {
+        Some(h) if h.expires_at > now_ms => SlotRow {
+            slot,
+            owner: Some(h.owner.key().to_owned()),
+            fence: Some(h.fence),
+            floor: h.floor,
+            ceiling: Some(h.ceiling),
+            expires_in: Some(Duration::from_millis(h.expires_at - now_ms)),
+        },
+        expired => SlotRow {
+            slot,
+            owner: None,
+            fence: None,
+            floor: expired.map_or(state.floor, |h| state.floor.max(h.ceiling)),
+            ceiling: None,
+            expires_in: None,
+        },
+    }
 }

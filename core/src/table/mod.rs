@@ -10,6 +10,8 @@
 //! tests; not a stable API. What a driver deals in of it (requests, grants,
 //! give-ups, key names) is re-exported by [`crate::driver`].
 
+mod activity;
+mod overview;
 mod timers;
 
 use std::borrow::Borrow;
@@ -24,7 +26,15 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fence::Fences;
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
+use crate::overview::ActivityKind;
+use activity::Recorded;
 use timers::{Timer, TimerQueue};
+
+// Named by the table's methods; outside the crate only with `internals`.
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use activity::{KeyActivity, ACTIVITY_KEPT};
+#[cfg_attr(not(feature = "internals"), allow(unused_imports))]
+pub use overview::TableOverview;
 
 /// A key of a lock: the pair (lock name, key).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -158,6 +168,8 @@ struct HolderState {
     armed: Option<Instant>,
     /// The renewal group whose expiry is this lease's.
     group: Option<GroupId>,
+    /// Who holds it, as the table's owner named the hold ([`LeaseTable::hold_as`]).
+    holder: u64,
 }
 
 #[derive(Debug)]
@@ -166,6 +178,9 @@ struct Waiter {
     ttl: Option<Duration>,
     max_hold: Option<Duration>,
     group: Option<GroupId>,
+    holder: u64,
+    /// When it joined the line.
+    queued_at: Instant,
 }
 
 /// Leases that expire together unless their group is renewed: one timer
@@ -272,6 +287,8 @@ pub struct LeaseTable {
     limits: Limits,
     now: Instant,
     events: Vec<Event>,
+    /// The grants, releases and losses since the last drain, while recorded.
+    activity: Option<VecDeque<Recorded>>,
 }
 
 impl LeaseTable {
@@ -287,6 +304,7 @@ impl LeaseTable {
             limits,
             now: Instant::default(),
             events: Vec::new(),
+            activity: None,
         }
     }
 
@@ -449,7 +467,20 @@ impl LeaseTable {
 
     /// Asks for a key. A request id seen before is answered as before:
     /// the same grant, or the same place in line (LOCK-03).
+    #[cfg(any(test, feature = "internals"))]
     pub fn hold(&mut self, req: HoldRequest, now: Instant) -> Result<HoldAnswer<Grant, ()>> {
+        self.hold_as(req, now, 0)
+    }
+
+    /// [`LeaseTable::hold`] for `holder`, a number the table's owner gives
+    /// its holders (a server, its connections') that overviews and
+    /// activity show; it changes nothing else.
+    pub fn hold_as(
+        &mut self,
+        req: HoldRequest,
+        now: Instant,
+        holder: u64,
+    ) -> Result<HoldAnswer<Grant, ()>> {
         self.advance(now);
         match self.requests.get(&req.request_id) {
             Some(RequestState::Granted(id)) => {
@@ -476,7 +507,15 @@ impl LeaseTable {
         };
         let state = self.keys.entry(key.clone()).or_default();
         if state.holder.is_none() && state.line.is_empty() {
-            let grant = self.grant(&key, req.request_id, req.ttl, req.max_hold, req.group)?;
+            let ask = Waiter {
+                request_id: req.request_id,
+                ttl: req.ttl,
+                max_hold: req.max_hold,
+                group: req.group,
+                holder,
+                queued_at: self.now,
+            };
+            let grant = self.grant(&key, &ask)?;
             return Ok(HoldAnswer::Granted(grant));
         }
         if !req.queue {
@@ -496,6 +535,8 @@ impl LeaseTable {
             ttl: req.ttl,
             max_hold: req.max_hold,
             group: req.group,
+            holder,
+            queued_at: self.now,
         });
         let ahead = state.line.len() - 1;
         self.requests
@@ -503,15 +544,16 @@ impl LeaseTable {
         Ok(HoldAnswer::Queued { waiting: (), ahead })
     }
 
-    /// Grants a free key (the caller checked it is free).
-    fn grant(
-        &mut self,
-        key: &KeyRef,
-        request_id: RequestId,
-        ttl: Option<Duration>,
-        max_hold: Option<Duration>,
-        group: Option<GroupId>,
-    ) -> Result<Grant> {
+    /// Grants a free key to the request `ask` (the caller checked it is free).
+    fn grant(&mut self, key: &KeyRef, ask: &Waiter) -> Result<Grant> {
+        let Waiter {
+            request_id,
+            ttl,
+            max_hold,
+            group,
+            holder,
+            ..
+        } = *ask;
         let now = self.now;
         let fence = self.fences.next_fence()?;
         let lease_id = loop {
@@ -550,7 +592,9 @@ impl LeaseTable {
             ttl,
             armed,
             group,
+            holder,
         }));
+        self.record(ActivityKind::Granted, key, fence, holder);
         self.leases.insert(lease_id, key.clone());
         self.requests
             .insert(request_id, RequestState::Granted(lease_id));
@@ -672,6 +716,12 @@ impl LeaseTable {
             .ok_or_else(|| Error::new(ErrorKind::Internal, "lease without holder"))?;
         self.leave_group(lease_id, holder.group);
         self.requests.remove(&holder.grant.request_id);
+        self.record(
+            ActivityKind::Released,
+            &key,
+            holder.grant.fence,
+            holder.holder,
+        );
         self.hand_on(&key);
         self.prune_timers();
         Ok(())
@@ -731,8 +781,10 @@ impl LeaseTable {
     /// Ends every lease and empties every line, as a closing store does; each
     /// holder hears `reason`.
     pub fn clear(&mut self, reason: LossReason) {
-        for state in self.keys.drain().map(|(_, state)| state) {
+        let keys = std::mem::take(&mut self.keys);
+        for (key, state) in keys {
             if let Some(h) = state.holder {
+                self.record(ActivityKind::Lost(reason), &key, h.grant.fence, h.holder);
                 self.events.push(Event::Lost {
                     lease_id: h.grant.lease_id,
                     request_id: h.grant.request_id,
@@ -770,6 +822,12 @@ impl LeaseTable {
             request_id,
             reason,
         });
+        self.record(
+            ActivityKind::Lost(reason),
+            &key,
+            holder.grant.fence,
+            holder.holder,
+        );
         self.hand_on(&key);
     }
 
@@ -784,7 +842,7 @@ impl LeaseTable {
                 self.keys.remove(key);
                 return;
             };
-            match self.grant(key, w.request_id, w.ttl, w.max_hold, w.group) {
+            match self.grant(key, &w) {
                 Ok(grant) => {
                     self.events.push(Event::Granted(grant));
                     return;

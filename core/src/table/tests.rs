@@ -1,5 +1,6 @@
 use super::*;
 use crate::fence::epoch_of;
+use crate::overview::{ActivityKind, OverviewQuery};
 
 fn table() -> LeaseTable {
     LeaseTable::new(Fences::wall_clock(), Limits::default())
@@ -508,4 +509,90 @@ fn lock_12_a_grouped_lease_keeps_its_max_hold() {
     ));
     assert!(t.group_members(g).is_empty());
     t.renew_group(g, Duration::from_secs(10), at(6)).unwrap();
+}
+
+// The live page's overview: every lock's counts, the longest held keys
+// first within the query's limit, each with its line and holder.
+#[test]
+fn overview_selects_the_longest_held_keys_with_their_lines() {
+    let mut t = table();
+    for (i, key) in ["a", "b", "c", "d"].iter().enumerate() {
+        t.hold_as(req(key, Some(60)), at(i as u64), 7 + i as u64)
+            .unwrap();
+    }
+    let mut other = req("x", None);
+    other.name = KeyName::new("m", "x");
+    t.hold(other, at(4)).unwrap();
+    t.hold_as(req("b", Some(60)), at(5), 20).unwrap();
+    t.hold_as(req("b", Some(60)), at(8), 21).unwrap();
+    let query = OverviewQuery {
+        lock: Some("l".into()),
+        filter: None,
+        limit: 2,
+    };
+    let o = t.overview(&query, at(10));
+    assert_eq!(o.matched, 4);
+    let rows: Vec<(&str, u64)> = o.keys.iter().map(|r| (&*r.key, r.holder)).collect();
+    assert_eq!(rows, [("a", 7), ("b", 8)]);
+    let b = &o.keys[1];
+    assert_eq!((b.waiting, b.oldest_wait), (2, Some(Duration::from_secs(5))));
+    assert_eq!(b.held_for, Duration::from_secs(9));
+    assert_eq!(b.expires_in, Some(Duration::from_secs(51)));
+    assert_eq!(o.keys[0].waiting, 0);
+    let locks: Vec<(&str, usize, usize)> = o
+        .locks
+        .iter()
+        .map(|l| (&*l.lock, l.held, l.waiting))
+        .collect();
+    assert_eq!(locks, [("l", 4, 2), ("m", 1, 0)]);
+    let filtered = t.overview(
+        &OverviewQuery {
+            lock: None,
+            filter: Some("x".into()),
+            limit: 10,
+        },
+        at(10),
+    );
+    assert_eq!(filtered.matched, 1);
+    assert_eq!(filtered.keys[0].expires_in, None);
+}
+
+// Activity is recorded only while asked for, in order, and bounded.
+#[test]
+fn activity_records_grants_releases_and_losses_while_on() {
+    let mut t = table();
+    let before = granted(t.hold(req("early", Some(5)), at(0)).unwrap());
+    assert!(t.drain_activity().is_empty(), "recorded while off");
+    t.record_activity(true);
+    let a = granted(t.hold_as(req("k", Some(5)), at(1), 3).unwrap());
+    t.hold_as(req("k", Some(5)), at(1), 4).unwrap();
+    t.release(a.lease_id, at(2)).unwrap();
+    t.release(before.lease_id, at(2)).unwrap();
+    t.advance(at(30));
+    let drained = t.drain_activity();
+    let seen: Vec<(ActivityKind, &str, u64)> = drained
+        .iter()
+        .map(|x| (x.kind, &*x.key, x.holder))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (ActivityKind::Granted, "k", 3),
+            (ActivityKind::Released, "k", 3),
+            (ActivityKind::Granted, "k", 4),
+            (ActivityKind::Released, "early", 0),
+            (ActivityKind::Lost(LossReason::Expired), "k", 4),
+        ]
+    );
+    assert!(t.drain_activity().is_empty());
+    for i in 0..ACTIVITY_KEPT + 10 {
+        let g = granted(t.hold(req(&format!("n{i}"), None), at(31)).unwrap());
+        t.release(g.lease_id, at(31)).unwrap();
+    }
+    let kept = t.drain_activity();
+    assert_eq!(kept.len(), ACTIVITY_KEPT);
+    assert_eq!(kept.last().unwrap().kind, ActivityKind::Released);
+    t.record_activity(false);
+    granted(t.hold(req("late", None), at(32)).unwrap());
+    assert!(t.drain_activity().is_empty());
 }

@@ -1,0 +1,98 @@
+//! The table as an overview shows it ([`crate::overview`]).
+
+use std::collections::{BTreeMap, BinaryHeap};
+
+use super::{KeyName, KeyRef, KeyState, LeaseTable};
+use crate::clock::Instant;
+use crate::overview::{KeyRow, LockSummary, OverviewQuery, MAX_ROWS};
+
+/// What an overview of the table holds: every lock's counts, the rows the
+/// query selected (the longest held first) and how many keys matched.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableOverview {
+    /// Every lock with a held key or a waiter, by name.
+    pub locks: Vec<LockSummary>,
+    /// The selected keys.
+    pub keys: Vec<KeyRow>,
+    /// How many keys matched the query.
+    pub matched: usize,
+}
+
+impl LeaseTable {
+    /// The locks' counts and the keys `query` selects, as of `now`. One
+    /// pass over the keys; the selection is kept in a heap of the query's
+    /// limit, so its cost does not grow with the rows left out.
+    pub fn overview(&self, query: &OverviewQuery, now: Instant) -> TableOverview {
+        let limit = query.limit.min(MAX_ROWS);
+        let mut locks: BTreeMap<&str, LockSummary> = BTreeMap::new();
+        // The newest grant on top, so that it is the one let go past the limit.
+        let mut chosen: BinaryHeap<(Instant, &KeyName)> = BinaryHeap::with_capacity(limit + 1);
+        let mut matched = 0;
+        for (key, state) in &self.keys {
+            let summary = locks
+                .entry(&key.0.lock)
+                .or_insert_with(|| LockSummary {
+                    lock: key.0.lock.to_string(),
+                    held: 0,
+                    waiting: 0,
+                });
+            summary.held += usize::from(state.holder.is_some());
+            summary.waiting += state.line.len();
+            if !selects(query, key) {
+                continue;
+            }
+            matched += 1;
+            let granted_at = state.holder.as_ref().map_or(now, |h| h.granted_at);
+            chosen.push((granted_at, &*key.0));
+            if chosen.len() > limit {
+                chosen.pop();
+            }
+        }
+        let keys = chosen
+            .into_sorted_vec()
+            .into_iter()
+            .map(|(_, name)| self.row(name, &self.keys[name], now))
+            .collect();
+        TableOverview {
+            locks: locks.into_values().collect(),
+            keys,
+            matched,
+        }
+    }
+
+    fn row(&self, name: &KeyName, state: &KeyState, now: Instant) -> KeyRow {
+        let holder = state.holder.as_deref();
+        let grant = holder.map(|h| self.current(h));
+        KeyRow {
+            lock: name.lock.to_string(),
+            key: name.key.to_string(),
+            fence: grant.as_ref().map_or(0, |g| g.fence),
+            holder: holder.map_or(0, |h| h.holder),
+            held_for: holder.map_or_else(Default::default, |h| now.saturating_since(h.granted_at)),
+            expires_in: grant
+                .as_ref()
+                .and_then(|g| g.expires_at)
+                .map(|e| e.saturating_since(now)),
+            revoke_in: grant
+                .as_ref()
+                .and_then(|g| g.revoke_at)
+                .map(|r| r.saturating_since(now)),
+            waiting: state.line.len(),
+            oldest_wait: state
+                .line
+                .0
+                .as_ref()
+                .and_then(|l| l.front())
+                .map(|w| now.saturating_since(w.queued_at)),
+        }
+    }
+}
+
+/// Whether `query` selects `key`.
+fn selects(query: &OverviewQuery, key: &KeyRef) -> bool {
+    query.lock.as_deref().is_none_or(|l| *key.0.lock == *l)
+        && query
+            .filter
+            .as_deref()
+            .is_none_or(|f| key.0.key.contains(f))
+}
