@@ -46,9 +46,9 @@ mod loss;
 mod loss_channel;
 mod manual;
 mod memory;
-pub mod overview;
 #[doc(hidden)]
 pub mod names;
+pub mod overview;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod remote;

@@ -107,6 +107,11 @@ pub struct ServeArgs {
     #[arg(long, env = "LEASEHOLD_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
 
+    /// Serve the live page at `http://ADDR/` (`https://` with `--tls-cert`),
+    /// and the metrics at `/metrics` (docs/live.md).
+    #[arg(long = "http", env = "LEASEHOLD_HTTP_LISTEN", value_name = "ADDR")]
+    pub http_listen: Option<SocketAddr>,
+
     /// The log filter (tracing-subscriber's `EnvFilter` syntax, e.g.
     /// `info,leasehold_server=debug`); `RUST_LOG` is used when this is unset.
     /// [default: info]
@@ -144,6 +149,8 @@ pub struct FileConfig {
     pub max_waiters_per_key: Option<usize>,
     /// `metrics-listen`.
     pub metrics_listen: Option<SocketAddr>,
+    /// `http` (`--http`).
+    pub http: Option<SocketAddr>,
     /// `log`.
     pub log: Option<String>,
 }
@@ -236,6 +243,8 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Where to serve `/metrics`, if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Where to serve the live page (and `/metrics`), if anywhere.
+    pub http_listen: Option<SocketAddr>,
     /// The log filter.
     pub log: String,
 }
@@ -250,6 +259,7 @@ impl ServerConfig {
             tokens: None,
             limits: Limits::default(),
             metrics_listen: None,
+            http_listen: None,
             log: DEFAULT_LOG.to_owned(),
         }
     }
@@ -354,6 +364,7 @@ impl ServeArgs {
                 .unwrap_or(d.max_waiters_per_key),
         };
         config.metrics_listen = self.metrics_listen.or(file.metrics_listen);
+        config.http_listen = self.http_listen.or(file.http);
         config.log = self
             .log
             .or(file.log)
@@ -376,6 +387,7 @@ mod tests {
             data-dir = "/from/file"
             max-frame = 4096
             max-connections = 7
+            http = "127.0.0.1:9451"
             "#,
         )
         .unwrap();
@@ -389,6 +401,7 @@ mod tests {
         assert_eq!(c.data_dir, PathBuf::from("/from/file"));
         assert_eq!(c.limits.max_frame, 2048);
         assert_eq!(c.limits.max_connections, 7);
+        assert_eq!(c.http_listen, Some("127.0.0.1:9451".parse().unwrap()));
         assert_eq!(c.limits.max_waiters_per_key, DEFAULT_MAX_WAITERS_PER_KEY);
         assert_eq!(c.log, "info");
         // Half of max-connections unless told otherwise.

@@ -198,6 +198,7 @@ pub(crate) async fn serve<S>(
 {
     let id = shared.connection_id();
     shared.metrics.connections.inc();
+    shared.live.connected(id, peer, admitted.role);
     tracing::debug!(connection = id, %peer, "connection opened");
     let mut sink = FramedWrite::new(wr, outbound_codec());
     sink.set_backpressure_boundary(WRITE_BUFFER);
@@ -253,6 +254,7 @@ pub(crate) async fn serve<S>(
         linger(frames.into_inner()).await;
     }
     drop(admitted);
+    shared.live.disconnected(id);
     shared.metrics.connections.dec();
     tracing::debug!(connection = id, %peer, "connection closed");
 }
@@ -632,7 +634,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             } else {
                 None
             };
-            self.shared.driver.hold(request).await?
+            self.shared.driver.hold_as(request, self.id)?
         };
         match answer {
             HoldAnswer::Granted(granted) => {

@@ -23,7 +23,9 @@ mod connection;
 pub mod epochs;
 mod handshakes;
 mod hello;
+mod http;
 mod listener;
+mod live;
 pub mod metrics;
 mod open_files;
 mod shared;
@@ -99,6 +101,7 @@ pub struct Server {
     shared: Arc<ServerContext>,
     local_addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
+    http_addr: Option<SocketAddr>,
     epoch: u32,
 }
 
@@ -107,6 +110,7 @@ impl std::fmt::Debug for Server {
         f.debug_struct("Server")
             .field("local_addr", &self.local_addr)
             .field("metrics_addr", &self.metrics_addr)
+            .field("http_addr", &self.http_addr)
             .field("epoch", &self.epoch)
             .finish()
     }
@@ -142,15 +146,13 @@ impl Server {
         let listener = listener::bind(config.listen)
             .with_context(|| format!("cannot listen on {}", config.listen))?;
         let local_addr = listener.local_addr()?;
-        let metrics_listener = match config.metrics_listen {
-            Some(addr) => Some(
-                TcpListener::bind(addr)
-                    .await
-                    .with_context(|| format!("cannot serve metrics on {addr}"))?,
-            ),
-            None => None,
-        };
+        let metrics_listener = bind_http(config.metrics_listen, "metrics").await?;
+        let http_listener = bind_http(config.http_listen, "the live page").await?;
         let metrics_addr = metrics_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()?;
+        let http_addr = http_listener
             .as_ref()
             .map(TcpListener::local_addr)
             .transpose()?;
@@ -165,13 +167,16 @@ impl Server {
             .tracker
             .spawn(listener::accept_loop(shared.clone(), listener, tls.clone()));
         if let Some(l) = metrics_listener {
-            shared.tracker.spawn(metrics::serve_http(
-                l,
-                metrics,
-                driver,
-                shared.shutdown.clone(),
-                shared.tracker.clone(),
-            ));
+            let routes = http::Routes::metrics(shared.clone());
+            shared.tracker.spawn(http::serve(l, None, routes));
+        }
+        if let Some(l) = http_listener {
+            let live = shared.live.clone();
+            shared
+                .tracker
+                .spawn(live.clone().run(shared.shutdown.clone()));
+            let routes = http::Routes::page(shared.clone(), live);
+            shared.tracker.spawn(http::serve(l, tls.clone(), routes));
         }
         tracing::info!(
             %local_addr,
@@ -179,6 +184,7 @@ impl Server {
             tls = tls.is_some(),
             tokens = shared.tokens.as_ref().map_or(0, Tokens::len),
             metrics = ?metrics_addr,
+            http = ?http_addr,
             data_dir = %config.data_dir.display(),
             "listening"
         );
@@ -186,6 +192,7 @@ impl Server {
             shared,
             local_addr,
             metrics_addr,
+            http_addr,
             epoch,
         })
     }
@@ -198,6 +205,11 @@ impl Server {
     /// The address `/metrics` is served on, if any.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// The address the live page is served on, if any.
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
     }
 
     /// The epoch the store took when it opened (LOCK-15).
@@ -233,8 +245,8 @@ impl Drop for Server {
 
 /// Runs a server until SIGTERM or SIGINT, then shuts it down gracefully.
 ///
-/// Prints `metrics on ADDR` (when metrics are served) and then
-/// `listening on ADDR` on stdout, one line each, once connections are accepted.
+/// Prints `metrics on ADDR` (when metrics are served), `http on ADDR`
+/// (when the live page is) and then `listening on ADDR` on stdout, one line each, once connections are accepted.
 pub async fn serve(config: ServerConfig) -> Result<()> {
     // Before anything is announced, so that a signal sent at once is handled.
     let mut signals = Signals::new()?;
@@ -244,6 +256,9 @@ pub async fn serve(config: ServerConfig) -> Result<()> {
     if let Some(addr) = server.metrics_addr() {
         writeln!(stdout, "metrics on {addr}")?;
     }
+    if let Some(addr) = server.http_addr() {
+        writeln!(stdout, "http on {addr}")?;
+    }
     writeln!(stdout, "listening on {}", server.local_addr())?;
     stdout.flush()?;
     drop(stdout);
@@ -251,6 +266,17 @@ pub async fn serve(config: ServerConfig) -> Result<()> {
     tracing::info!(signal, "shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+/// Binds the listener of an HTTP address, if one is given.
+async fn bind_http(addr: Option<SocketAddr>, what: &str) -> Result<Option<TcpListener>> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot serve {what} on {addr}"))?;
+    Ok(Some(listener))
 }
 
 /// Sets up logging to stderr with `filter` (tracing-subscriber's `EnvFilter`

@@ -1,16 +1,7 @@
-//! Metrics in the Prometheus text format, served at `GET /metrics`.
+//! Metrics in the Prometheus text format, served at `GET /metrics` (crate::http).
 
-use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
 use leasehold::{LossReason, MemoryDriver};
 use prometheus_client::encoding::{prometheus_text, EncodeLabelSet};
 use prometheus_client::metrics::counter::Counter;
@@ -18,9 +9,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
-use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 /// The kinds of request, as the `op` label of `request_duration_seconds` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +118,15 @@ impl Refusal {
     }
 }
 
+/// Every reason of a loss, each shown from the start (at 0).
+const LOSS_REASONS: [LossReason; 5] = [
+    LossReason::Expired,
+    LossReason::Revoked,
+    LossReason::Unknown,
+    LossReason::Restarted,
+    LossReason::Closed,
+];
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OpLabels {
     op: &'static str,
@@ -235,6 +232,11 @@ impl Metrics {
             Unit::Seconds,
             request_duration.clone(),
         );
+        for reason in LOSS_REASONS {
+            drop(losses.get_or_create(&ReasonLabels {
+                reason: reason.as_str(),
+            }));
+        }
         let refusals = Refusal::ALL.map(|why| {
             refusals.get_or_create_owned(&ReasonLabels {
                 reason: why.as_str(),
@@ -267,6 +269,20 @@ impl Metrics {
             .inc();
     }
 
+    /// Leases lost so far, whatever the reason.
+    pub fn losses_total(&self) -> u64 {
+        LOSS_REASONS
+            .into_iter()
+            .map(|reason| {
+                self.losses
+                    .get_or_create(&ReasonLabels {
+                        reason: reason.as_str(),
+                    })
+                    .get()
+            })
+            .sum()
+    }
+
     /// Counts a connection refused (or closed before it was served) for `why`.
     pub fn refused(&self, why: Refusal) {
         self.refusals[why.index()].inc();
@@ -289,77 +305,6 @@ impl Metrics {
         let _ = prometheus_text::encode(&mut out, &self.registry);
         out
     }
-}
-
-/// Serves `GET /metrics` on `listener` until `shutdown`.
-pub async fn serve_http(
-    listener: TcpListener,
-    metrics: Arc<Metrics>,
-    driver: Arc<MemoryDriver>,
-    shutdown: CancellationToken,
-    tracker: TaskTracker,
-) {
-    loop {
-        let stream = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "metrics: accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let (metrics, driver, shutdown) = (metrics.clone(), driver.clone(), shutdown.clone());
-        tracker.spawn(async move {
-            let service = service_fn(move |req| {
-                let response = respond(&req, &metrics, &driver);
-                async move { Ok::<_, Infallible>(response) }
-            });
-            let conn = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = shutdown.cancelled() => {}
-            }
-        });
-    }
-}
-
-fn respond(
-    req: &Request<Incoming>,
-    metrics: &Metrics,
-    driver: &MemoryDriver,
-) -> Response<Full<Bytes>> {
-    let (status, content_type, body) = match (req.method(), req.uri().path()) {
-        (&Method::GET, "/metrics") => (
-            StatusCode::OK,
-            prometheus_text::CONTENT_TYPE,
-            Bytes::from(metrics.render(driver)),
-        ),
-        (_, "/metrics") => (
-            StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain; charset=utf-8",
-            Bytes::from_static(b"GET only\n"),
-        ),
-        _ => (
-            StatusCode::NOT_FOUND,
-            "text/plain; charset=utf-8",
-            Bytes::from_static(b"see /metrics\n"),
-        ),
-    };
-    let mut response = Response::new(Full::new(body));
-    *response.status_mut() = status;
-    if let Ok(v) = hyper::header::HeaderValue::from_str(content_type) {
-        response
-            .headers_mut()
-            .insert(hyper::header::CONTENT_TYPE, v);
-    }
-    response
 }
 
 #[cfg(test)]
@@ -389,6 +334,7 @@ mod tests {
             "renewals_total 0",
             "releases_total 0",
             "losses_total{reason=\"expired\"} 1",
+            "losses_total{reason=\"revoked\"} 0",
             "protocol_errors_total 0",
             "request_duration_seconds_count{op=\"hold\"} 1",
         ] {

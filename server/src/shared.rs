@@ -12,6 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Limits;
 use crate::handshakes::Handshakes;
+use crate::live::Live;
 use crate::metrics::{Metrics, Refusal};
 use crate::tenants::Tenants;
 use crate::tokens::Tokens;
@@ -30,6 +31,8 @@ pub(crate) struct ServerContext {
     pub limits: Limits,
     /// The metrics.
     pub metrics: Arc<Metrics>,
+    /// The live page's view of the connections and events.
+    pub live: Arc<Live>,
     /// The places of connections in their handshake (`--max-handshakes`).
     pub handshakes: Arc<Handshakes>,
     /// The places of connections served (`--max-connections`).
@@ -68,7 +71,9 @@ impl ServerContext {
             tokens.as_ref().map_or(0, Tokens::len),
             limits.max_connections_per_token,
         ));
+        let live = Arc::new(Live::new(driver.clone(), metrics.clone()));
         ServerContext {
+            live,
             driver,
             tokens,
             limits,
@@ -91,6 +96,7 @@ impl ServerContext {
     /// flood of connections does not flood the log.
     pub fn refused(&self, why: Refusal, peer: std::net::SocketAddr) {
         self.metrics.refused(why);
+        self.live.refused(why, peer);
         tracing::debug!(%peer, reason = why.as_str(), "connection refused");
         let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let every = REFUSAL_LOG_EVERY.as_millis() as u64;

@@ -398,3 +398,26 @@ fn slot_04_a_lease_made_again_from_its_parts() {
     assert_eq!(bad("", 0, 0), ErrorKind::EmptyName);
     assert_eq!(bad("ids", u32::MAX, 1), ErrorKind::InvalidArgument);
 }
+
+// The live page's overview: held slots with their owner key (never the
+// instance), an expired one free with the floor its next holder gets.
+#[test]
+fn overview_shows_held_and_expired_slots() {
+    let mut rig = Rig::new();
+    let a = rig.acquire(&owner("a", "secret-1"), None, T0);
+    rig.acquire(&owner("b", "secret-2"), None, T0 + 5_000);
+    let rows = rig.table.overview(T0 + 12_000);
+    assert_eq!(rows.len(), 1);
+    let ns = &rows[0];
+    assert_eq!((ns.name.as_str(), ns.limit, ns.offset), ("ids", 4, 100));
+    let (s0, s1) = (&ns.slots[0], &ns.slots[1]);
+    assert_eq!((s0.slot, s0.owner.as_deref(), s0.fence), (0, None, None));
+    assert_eq!(
+        s0.floor,
+        a.ceiling(),
+        "an expired slot's floor covers its ceiling"
+    );
+    assert_eq!((s1.owner.as_deref(), s1.fence), (Some("b"), Some(2)));
+    assert_eq!(s1.expires_in, Some(Duration::from_secs(3)));
+    assert_eq!(s1.ceiling, Some(T0 + 5_000 + 12_000));
+}

@@ -29,13 +29,11 @@ impl LeaseTable {
         let mut chosen: BinaryHeap<(Instant, &KeyName)> = BinaryHeap::with_capacity(limit + 1);
         let mut matched = 0;
         for (key, state) in &self.keys {
-            let summary = locks
-                .entry(&key.0.lock)
-                .or_insert_with(|| LockSummary {
-                    lock: key.0.lock.to_string(),
-                    held: 0,
-                    waiting: 0,
-                });
+            let summary = locks.entry(&key.0.lock).or_insert_with(|| LockSummary {
+                lock: key.0.lock.to_string(),
+                held: 0,
+                waiting: 0,
+            });
             summary.held += usize::from(state.holder.is_some());
             summary.waiting += state.line.len();
             if !selects(query, key) {

@@ -535,7 +535,10 @@ fn overview_selects_the_longest_held_keys_with_their_lines() {
     let rows: Vec<(&str, u64)> = o.keys.iter().map(|r| (&*r.key, r.holder)).collect();
     assert_eq!(rows, [("a", 7), ("b", 8)]);
     let b = &o.keys[1];
-    assert_eq!((b.waiting, b.oldest_wait), (2, Some(Duration::from_secs(5))));
+    assert_eq!(
+        (b.waiting, b.oldest_wait),
+        (2, Some(Duration::from_secs(5)))
+    );
     assert_eq!(b.held_for, Duration::from_secs(9));
     assert_eq!(b.expires_in, Some(Duration::from_secs(51)));
     assert_eq!(o.keys[0].waiting, 0);

@@ -1,0 +1,214 @@
+//! The live page (`--http ADDR`, docs/live.md): what the store holds now,
+//! pushed to each open page as server-sent events.
+//!
+//! One ticker for the server: every [`TICK`] while a page is open it drains
+//! the store's activity into a bounded log of events and wakes the pages'
+//! streams; every second, page or not, it samples the counters the charts
+//! draw. Each stream then builds its own frame (its query's overview, the
+//! events since its last frame, the new samples) and sends it only when the
+//! page has taken the last one: a slow page gets fewer frames, never a
+//! growing queue.
+
+mod assets;
+mod frame;
+mod log;
+mod stream;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use leasehold::remote::protocol::Role;
+use leasehold::MemoryDriver;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::metrics::{Metrics, Refusal};
+
+pub(crate) use assets::{asset, CONTENT_SECURITY_POLICY};
+pub(crate) use stream::{open as open_stream, query};
+
+use log::{EventLog, LiveEvent};
+
+/// How often open pages get a frame.
+pub const TICK: Duration = Duration::from_millis(500);
+/// How many one-second samples the charts keep: five minutes.
+const SAMPLES_KEPT: usize = 300;
+/// The most pages open at once; another is answered 503.
+pub const MAX_PAGES: usize = 64;
+
+/// A connection as the page lists it.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    addr: SocketAddr,
+    since_ms: u64,
+    role: Role,
+}
+
+/// One second of the charts: the rates over it and the levels at its end.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub(crate) struct Sample {
+    /// Unix ms at the end of the second.
+    t: u64,
+    grants: u64,
+    losses: u64,
+    releases: u64,
+    held: usize,
+    waiting: usize,
+    connections: usize,
+}
+
+/// The live page's state, shared by the server's tasks.
+pub(crate) struct Live {
+    driver: Arc<MemoryDriver>,
+    metrics: Arc<Metrics>,
+    connections: Mutex<BTreeMap<u64, Peer>>,
+    events: Mutex<EventLog>,
+    samples: Mutex<VecDeque<Sample>>,
+    /// How many pages are open; the store records its activity while any is.
+    pages: Mutex<usize>,
+    /// The number of the last tick; streams wait for it to change.
+    tick: watch::Sender<u64>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Unix milliseconds now.
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Live {
+    pub fn new(driver: Arc<MemoryDriver>, metrics: Arc<Metrics>) -> Live {
+        Live {
+            driver,
+            metrics,
+            connections: Mutex::new(BTreeMap::new()),
+            events: Mutex::new(EventLog::default()),
+            samples: Mutex::new(VecDeque::with_capacity(SAMPLES_KEPT)),
+            pages: Mutex::new(0),
+            tick: watch::Sender::new(0),
+        }
+    }
+
+    /// A connection was admitted.
+    pub fn connected(&self, id: u64, addr: SocketAddr, role: Role) {
+        lock(&self.connections).insert(
+            id,
+            Peer {
+                addr,
+                since_ms: unix_ms(),
+                role,
+            },
+        );
+    }
+
+    /// A connection ended.
+    pub fn disconnected(&self, id: u64) {
+        lock(&self.connections).remove(&id);
+    }
+
+    /// A connection was refused; logged only while a page is open.
+    pub fn refused(&self, why: Refusal, peer: SocketAddr) {
+        if self.watched() {
+            lock(&self.events).push(LiveEvent::refused(unix_ms(), why, peer));
+        }
+    }
+
+    /// Takes a page's place, or `None` when [`MAX_PAGES`] are open; the
+    /// store records its activity while any page is open.
+    fn enter(self: &Arc<Self>) -> Option<PagePlace> {
+        let mut pages = lock(&self.pages);
+        if *pages == MAX_PAGES {
+            return None;
+        }
+        if *pages == 0 {
+            self.driver.record_activity(true);
+        }
+        *pages += 1;
+        Some(PagePlace(self.clone()))
+    }
+
+    /// Whether a page is open.
+    fn watched(&self) -> bool {
+        *lock(&self.pages) > 0
+    }
+
+    /// Runs the ticker until `shutdown`.
+    pub async fn run(self: Arc<Self>, shutdown: CancellationToken) {
+        let mut ticks = tokio::time::interval(TICK);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let per_sample = (Duration::from_secs(1).as_millis() / TICK.as_millis()) as u64;
+        let mut last = Counts::read(&self.metrics);
+        let mut n = 0u64;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticks.tick() => {}
+            }
+            n += 1;
+            if n % per_sample == 0 {
+                let now = Counts::read(&self.metrics);
+                self.sample(&last, &now);
+                last = now;
+            }
+            if self.watched() {
+                let drained = self.driver.drain_activity();
+                lock(&self.events).extend(drained);
+                self.tick.send_replace(n);
+            }
+        }
+    }
+
+    fn sample(&self, last: &Counts, now: &Counts) {
+        let sample = Sample {
+            t: unix_ms(),
+            grants: now.grants.saturating_sub(last.grants),
+            losses: now.losses.saturating_sub(last.losses),
+            releases: now.releases.saturating_sub(last.releases),
+            held: self.driver.held(),
+            waiting: self.driver.waiting(),
+            connections: lock(&self.connections).len(),
+        };
+        let mut samples = lock(&self.samples);
+        if samples.len() == SAMPLES_KEPT {
+            samples.pop_front();
+        }
+        samples.push_back(sample);
+    }
+}
+
+/// A page's place among [`MAX_PAGES`], given back when its stream ends.
+pub(crate) struct PagePlace(Arc<Live>);
+
+impl Drop for PagePlace {
+    fn drop(&mut self) {
+        let mut pages = lock(&self.0.pages);
+        *pages -= 1;
+        if *pages == 0 {
+            self.0.driver.record_activity(false);
+        }
+    }
+}
+
+/// The counters a sample takes the difference of.
+struct Counts {
+    grants: u64,
+    losses: u64,
+    releases: u64,
+}
+
+impl Counts {
+    fn read(metrics: &Metrics) -> Counts {
+        Counts {
+            grants: metrics.grants.get(),
+            losses: metrics.losses_total(),
+            releases: metrics.releases.get(),
+        }
+    }
+}

@@ -1,0 +1,236 @@
+// The live page (`leasehold serve --http`, docs/live.md) in a real browser:
+// Debian's chromium driven by playwright-core, a real server process, real
+// holders in Node (the binding) and Python (the installed package), over
+// real sockets. Leaves a screenshot at $CARGO_TARGET_DIR/live-page.png.
+
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { fileURLToPath } from 'node:url'
+import { chromium } from 'playwright-core'
+import { makeCertificates } from '../bindings-node/test/helpers/server.mjs'
+
+const repo = fileURLToPath(new URL('../', import.meta.url))
+const target = process.env.CARGO_TARGET_DIR ?? join(repo, 'target')
+const serverBinary = process.env.LEASEHOLD_BIN ?? join(target, 'debug', 'leasehold')
+const python = process.env.LEASEHOLD_PYTHON ?? join(target, 'python', 'venv', 'bin', 'python')
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium'
+const leasehold = createRequire(import.meta.url)(join(repo, 'bindings-node'))
+
+/** Starts `leasehold serve` with `args`; resolves once it listens, with its addresses. */
+async function serve(args) {
+  const child = spawn(serverBinary, ['serve', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, LEASEHOLD_LOG: 'warn' },
+  })
+  let stderr = ''
+  child.stderr.setEncoding('utf8').on('data', (t) => (stderr += t))
+  const out = await new Promise((resolve, reject) => {
+    let text = ''
+    const timer = setTimeout(() => reject(new Error(`no start: ${stderr}`)), 15_000)
+    child.stdout.setEncoding('utf8').on('data', (t) => {
+      text += t
+      if (/^listening on \S+$/m.test(text)) {
+        clearTimeout(timer)
+        resolve(text)
+      }
+    })
+    child.on('exit', (code) => reject(new Error(`the server exited ${code}: ${stderr}`)))
+  })
+  const address = /^listening on (\S+)$/m.exec(out)[1]
+  const http = /^http on (\S+)$/m.exec(out)[1]
+  const exited = new Promise((resolve) => child.on('exit', resolve))
+  return { child, address, http, exited }
+}
+
+/** A holder in Python: holds `key` of lock `live` for 2 s ttl, prints its fence, waits. */
+function pythonHolder(url, key) {
+  const script = [
+    'import asyncio, sys, leasehold',
+    'async def main():',
+    '    store = await leasehold.connect(sys.argv[1])',
+    '    async with store.lock("live", ttl="2s").hold(sys.argv[2]) as lease:',
+    '        print(lease.fence, flush=True)',
+    '        await asyncio.sleep(3600)',
+    'asyncio.run(main())',
+  ].join('\n')
+  const child = spawn(python, ['-c', script, url, key], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const fence = new Promise((resolve, reject) => {
+    child.stdout.setEncoding('utf8').once('data', (t) => resolve(t.trim()))
+    child.on('exit', (code) => reject(new Error(`the Python holder exited ${code}`)))
+  })
+  return { child, fence }
+}
+
+/** Holds `key` of `lock` on `store` until `release()` is called; `fence` resolves at the grant. */
+function nodeHolder(store, key) {
+  let release
+  const released = new Promise((r) => (release = r))
+  let granted
+  const fence = new Promise((r) => (granted = r))
+  const done = store.lock('live', { ttl: '5s' }).hold(key, async (lease) => {
+    granted(lease.fence.toString())
+    await released
+  })
+  return { fence, release, done }
+}
+
+/** The text of a key row's cell. */
+const cell = (page, key, name) => page.locator(`#keys tr[data-key="${key}"] td.${name}`)
+
+let browser
+let dir
+let server
+let ports
+before(async () => {
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] })
+  dir = await mkdtemp(join(tmpdir(), 'leasehold-ui-'))
+  server = await serve([
+    '--listen',
+    '127.0.0.1:0',
+    '--http',
+    '127.0.0.1:0',
+    '--data-dir',
+    join(dir, 'data'),
+  ])
+  ports = { listen: server.address, http: server.http }
+})
+after(async () => {
+  await browser?.close()
+  server?.child.kill('SIGKILL')
+})
+
+test('the page shows a held key with its fence, its waiter, a lost holder, and survives a restart', async () => {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1100 } })
+  await page.goto(`http://${ports.http}/`)
+  await page.waitForSelector('body[data-state="live"]')
+  const url = `leasehold://${ports.listen}`
+
+  // A key held by the test appears with its fence and its holder's connection.
+  const first = await leasehold.connect(url)
+  const second = await leasehold.connect(url)
+  const a = nodeHolder(first, 'node-key')
+  const fenceA = await a.fence
+  await assert.doesNotReject(cell(page, 'node-key', 'fence').filter({ hasText: fenceA }).waitFor())
+  assert.match(await cell(page, 'node-key', 'holder').textContent(), /^#\d+ 127\.0\.0\.1:\d+$/)
+
+  // A waiter appears in the key's line, and is gone within a second of its grant.
+  const b = nodeHolder(second, 'node-key')
+  await cell(page, 'node-key', 'waiters').filter({ hasText: /^1$/ }).waitFor()
+  const releasedAt = Date.now()
+  a.release()
+  const fenceB = await b.fence
+  const shownAt = await page.waitForFunction(
+    (fence) => {
+      const row = document.querySelector('#keys tr[data-key="node-key"]')
+      const ok =
+        row?.querySelector('td.fence')?.textContent === fence &&
+        row?.querySelector('td.waiters')?.textContent === '0'
+      return ok ? Number(document.body.dataset.frameT) : false
+    },
+    fenceB,
+    { polling: 'raf' },
+  )
+  const lag = (await shownAt.jsonValue()) - releasedAt
+  assert.ok(lag < 1000, `the grant showed ${lag} ms after the release`)
+  b.release()
+  await a.done
+  await b.done
+
+  // A holder killed with SIGKILL: its lease expires, and the page says so.
+  const py = pythonHolder(url, 'py-key')
+  const pyFence = await py.fence
+  await cell(page, 'py-key', 'fence').filter({ hasText: pyFence }).waitFor()
+  await page.screenshot({ path: join(target, 'live-page.png'), fullPage: true })
+  py.child.kill('SIGKILL')
+  await page
+    .locator('#events li[data-kind="lost"][data-key="py-key"][data-reason="expired"]')
+    .waitFor({ timeout: 15_000 })
+  await cell(page, 'py-key', 'fence').waitFor({ state: 'detached' })
+
+  // The page stays connected across a restart: it reconnects to the new
+  // process on the same address (a new epoch) and shows what it holds.
+  const epoch = await page.locator('#epoch').textContent()
+  await first.close()
+  await second.close()
+  server.child.kill('SIGTERM')
+  await server.exited
+  await page.waitForSelector('body[data-state="reconnecting"]')
+  server = await serve([
+    '--listen',
+    ports.listen,
+    '--http',
+    ports.http,
+    '--data-dir',
+    join(dir, 'data'),
+  ])
+  await page.waitForSelector('body[data-state="live"]')
+  assert.notEqual(await page.locator('#epoch').textContent(), epoch)
+  const third = await leasehold.connect(url)
+  const c = nodeHolder(third, 'after-restart')
+  await cell(page, 'after-restart', 'fence')
+    .filter({ hasText: await c.fence })
+    .waitFor()
+  c.release()
+  await c.done
+  await third.close()
+  await page.close()
+})
+
+test('with tokens, over TLS, the page shows nothing until given a known token', async () => {
+  const certs = await makeCertificates()
+  assert.ok(certs, 'openssl made no certificates')
+  const tokens = join(dir, 'tokens')
+  await writeFile(tokens, 'w-secret write\nr-secret read\n')
+  const guarded = await serve([
+    '--listen',
+    '127.0.0.1:0',
+    '--http',
+    '127.0.0.1:0',
+    '--data-dir',
+    join(dir, 'guarded'),
+    '--tokens',
+    tokens,
+    '--tls-cert',
+    certs.cert,
+    '--tls-key',
+    certs.key,
+  ])
+  try {
+    const store = await leasehold.connect(`leaseholds://${guarded.address}`, {
+      token: 'w-secret',
+      tls: { ca: readFileSync(certs.ca) },
+    })
+    const held = nodeHolder(store, 'secret-key')
+    const fence = await held.fence
+    const context = await browser.newContext({ ignoreHTTPSErrors: true })
+    const page = await context.newPage()
+    await page.goto(`https://${guarded.http}/`)
+    await page.waitForSelector('body[data-state="token"]')
+    assert.equal(await page.locator('#live').isHidden(), true)
+    assert.equal(await page.locator('#keys tbody tr').count(), 0)
+    assert.equal(await page.evaluate(() => fetch('/live').then((r) => r.status)), 401)
+
+    await page.fill('#token', 'not-a-token')
+    await page.click('#token-form button')
+    await page.locator('#token-error').filter({ hasText: 'not accepted' }).waitFor()
+    assert.equal(await page.locator('#keys tbody tr').count(), 0)
+
+    await page.fill('#token', 'r-secret')
+    await page.click('#token-form button')
+    await page.waitForSelector('body[data-state="live"]')
+    await cell(page, 'secret-key', 'fence').filter({ hasText: fence }).waitFor()
+    held.release()
+    await held.done
+    await store.close()
+    await context.close()
+  } finally {
+    guarded.child.kill('SIGKILL')
+    await certs.remove()
+  }
+})
