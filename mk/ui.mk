@@ -2,7 +2,9 @@
 # Debian's chromium driven by playwright-core (ui/), a real server, holders
 # in Node and Python. Included after node.mk and python.mk, whose addon and
 # installed package it uses.
-#   make ui-test   the page's test; its screenshot: $(CARGO_TARGET_DIR)/live-page.png
+#   make ui-test     the page's test; its screenshot: $(CARGO_TARGET_DIR)/live-page.png
+#   make bench-live  what the page costs a server with 100,000 held keys and
+#                    1,000 grants a second: $(CARGO_TARGET_DIR)/live-load.md
 
 UI_DIR := ui
 UI_DEV := $(UI_DIR)/node_modules/.installed
@@ -11,7 +13,7 @@ APT_PACKAGES += chromium
 TEST_STEPS += ui-test
 SETUP += $(UI_DEV)
 
-.PHONY: ui-test
+.PHONY: ui-test bench-live
 
 # playwright-core as locked (it drives the chromium Debian installs; no
 # browser is downloaded): `make setup`'s, again when the lock changes.
@@ -28,3 +30,8 @@ ui-test: $(NODE_ADDON) $(PY_INSTALLED)
 	$(CARGO) build -q -p leasehold-server
 	cd $(UI_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) CHROMIUM=/usr/bin/chromium $(NODE) --test live_page.test.mjs
 	@ls -l $(CARGO_TARGET_DIR)/live-page.png
+
+bench-live:
+	@test -f $(UI_DEV) || { echo "no $(UI_DIR)/node_modules: run make setup"; exit 1; }
+	$(CARGO) build --release -q -p leasehold-server -p leasehold-bench --bin leasehold --bin live_load
+	cd $(UI_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) CHROMIUM=/usr/bin/chromium $(NODE) live_load.mjs

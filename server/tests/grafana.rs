@@ -29,7 +29,9 @@ fn queries(dashboard: &serde_json::Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for panel in panels {
         let title = panel["title"].as_str().unwrap_or("?").to_owned();
-        let targets = panel["targets"].as_array().expect("every panel has targets");
+        let targets = panel["targets"]
+            .as_array()
+            .expect("every panel has targets");
         assert!(!targets.is_empty(), "panel {title:?} queries nothing");
         for t in targets {
             let expr = t["expr"].as_str().expect("a target's expr");
@@ -41,7 +43,10 @@ fn queries(dashboard: &serde_json::Value) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn every_metric_the_dashboard_queries_exists_and_every_metric_is_on_it() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/grafana/leasehold.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/grafana/leasehold.json"
+    );
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard")).unwrap();
     let dir = data_dir();

@@ -1,6 +1,6 @@
 //! The table as an overview shows it ([`crate::overview`]).
 
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BinaryHeap, HashMap};
 
 use super::{KeyName, KeyRef, KeyState, LeaseTable};
 use crate::clock::Instant;
@@ -24,16 +24,32 @@ impl LeaseTable {
     /// limit, so its cost does not grow with the rows left out.
     pub fn overview(&self, query: &OverviewQuery, now: Instant) -> TableOverview {
         let limit = query.limit.min(MAX_ROWS);
-        let mut locks: BTreeMap<&str, LockSummary> = BTreeMap::new();
+        let mut locks: Vec<LockSummary> = Vec::new();
+        let mut place: HashMap<&str, usize> = HashMap::new();
+        // Keys of one lock mostly share its name's allocation: the last
+        // one's place is found without hashing.
+        let mut last: Option<(*const u8, usize)> = None;
         // The newest grant on top, so that it is the one let go past the limit.
         let mut chosen: BinaryHeap<(Instant, &KeyName)> = BinaryHeap::with_capacity(limit + 1);
         let mut matched = 0;
         for (key, state) in &self.keys {
-            let summary = locks.entry(&key.0.lock).or_insert_with(|| LockSummary {
-                lock: key.0.lock.to_string(),
-                held: 0,
-                waiting: 0,
-            });
+            let lock: &str = &key.0.lock;
+            let at = match last {
+                Some((ptr, at)) if ptr == lock.as_ptr() => at,
+                _ => {
+                    let at = *place.entry(lock).or_insert_with(|| {
+                        locks.push(LockSummary {
+                            lock: lock.to_owned(),
+                            held: 0,
+                            waiting: 0,
+                        });
+                        locks.len() - 1
+                    });
+                    last = Some((lock.as_ptr(), at));
+                    at
+                }
+            };
+            let summary = &mut locks[at];
             summary.held += usize::from(state.holder.is_some());
             summary.waiting += state.line.len();
             if !selects(query, key) {
@@ -41,18 +57,26 @@ impl LeaseTable {
             }
             matched += 1;
             let granted_at = state.holder.as_ref().map_or(now, |h| h.granted_at);
+            if chosen.len() == limit
+                && chosen
+                    .peek()
+                    .is_some_and(|(newest, _)| granted_at >= *newest)
+            {
+                continue;
+            }
             chosen.push((granted_at, &*key.0));
             if chosen.len() > limit {
                 chosen.pop();
             }
         }
+        locks.sort_by(|a, b| a.lock.cmp(&b.lock));
         let keys = chosen
             .into_sorted_vec()
             .into_iter()
             .map(|(_, name)| self.row(name, &self.keys[name], now))
             .collect();
         TableOverview {
-            locks: locks.into_values().collect(),
+            locks,
             keys,
             matched,
         }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use leasehold::overview::{KeyRow, NamespaceRow, Overview};
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::log::LiveEvent;
 use super::{Peer, Sample};
@@ -18,21 +19,50 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// One frame: the overview (shared by the pages of one query, serialized
+/// once per tick) and what is the page's own.
 #[derive(Serialize)]
-pub(crate) struct Frame {
-    t: u64,
-    epoch: u32,
+pub(crate) struct Frame<'a> {
+    pub t: u64,
+    pub epoch: u32,
+    pub overview: &'a RawValue,
+    pub connections: Vec<ConnectionJson>,
+    pub connection_count: usize,
+    pub events: Vec<LiveEvent>,
+    pub missed: u64,
+    pub samples: Vec<Sample>,
+}
+
+/// What the store holds, as a frame's `overview`.
+#[derive(Serialize)]
+pub(crate) struct OverviewJson {
     held: usize,
     waiting: usize,
     locks: Vec<LockJson>,
     keys: Vec<KeyJson>,
     matched: usize,
     namespaces: Vec<NamespaceJson>,
-    connections: Vec<ConnectionJson>,
-    connection_count: usize,
-    events: Vec<LiveEvent>,
-    missed: u64,
-    samples: Vec<Sample>,
+}
+
+impl From<Overview> for OverviewJson {
+    fn from(o: Overview) -> OverviewJson {
+        OverviewJson {
+            held: o.locks.iter().map(|l| l.held).sum(),
+            waiting: o.locks.iter().map(|l| l.waiting).sum(),
+            locks: o
+                .locks
+                .into_iter()
+                .map(|l| LockJson {
+                    lock: l.lock,
+                    held: l.held,
+                    waiting: l.waiting,
+                })
+                .collect(),
+            keys: o.keys.into_iter().map(KeyJson::from).collect(),
+            matched: o.matched,
+            namespaces: o.namespaces.into_iter().map(NamespaceJson::from).collect(),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -135,46 +165,6 @@ impl ConnectionJson {
                 leasehold::remote::protocol::Role::Read => "read",
                 leasehold::remote::protocol::Role::Write => "write",
             },
-        }
-    }
-}
-
-/// What a frame carries besides the overview.
-pub(crate) struct Rest {
-    pub t: u64,
-    pub epoch: u32,
-    pub connections: Vec<ConnectionJson>,
-    pub connection_count: usize,
-    pub events: Vec<LiveEvent>,
-    pub missed: u64,
-    pub samples: Vec<Sample>,
-}
-
-impl Frame {
-    /// The frame of `overview` and `rest`.
-    pub fn new(o: Overview, rest: Rest) -> Frame {
-        Frame {
-            t: rest.t,
-            epoch: rest.epoch,
-            held: o.locks.iter().map(|l| l.held).sum(),
-            waiting: o.locks.iter().map(|l| l.waiting).sum(),
-            locks: o
-                .locks
-                .into_iter()
-                .map(|l| LockJson {
-                    lock: l.lock,
-                    held: l.held,
-                    waiting: l.waiting,
-                })
-                .collect(),
-            keys: o.keys.into_iter().map(KeyJson::from).collect(),
-            matched: o.matched,
-            namespaces: o.namespaces.into_iter().map(NamespaceJson::from).collect(),
-            connections: rest.connections,
-            connection_count: rest.connection_count,
-            events: rest.events,
-            missed: rest.missed,
-            samples: rest.samples,
         }
     }
 }

@@ -20,7 +20,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::remote::protocol::Role;
+use leasehold::overview::OverviewQuery;
 use leasehold::MemoryDriver;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +31,7 @@ use crate::metrics::{Metrics, Refusal};
 pub(crate) use assets::{asset, CONTENT_SECURITY_POLICY};
 pub(crate) use stream::{open as open_stream, query};
 
+use frame::OverviewJson;
 use log::{EventLog, LiveEvent};
 
 /// How often open pages get a frame.
@@ -70,6 +73,9 @@ pub(crate) struct Live {
     pages: Mutex<usize>,
     /// The number of the last tick; streams wait for it to change.
     tick: watch::Sender<u64>,
+    /// The overviews serialized this tick, by query: pages that ask the
+    /// same share one pass over the store.
+    overviews: Mutex<(u64, Vec<(OverviewQuery, Arc<RawValue>)>)>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -93,6 +99,7 @@ impl Live {
             samples: Mutex::new(VecDeque::with_capacity(SAMPLES_KEPT)),
             pages: Mutex::new(0),
             tick: watch::Sender::new(0),
+            overviews: Mutex::new((0, Vec::new())),
         }
     }
 
@@ -137,6 +144,30 @@ impl Live {
     /// Whether a page is open.
     fn watched(&self) -> bool {
         *lock(&self.pages) > 0
+    }
+
+    /// The store's overview for `query`, as JSON: made at most once a tick
+    /// for each query the open pages ask.
+    fn overview(&self, query: &OverviewQuery) -> Arc<RawValue> {
+        let tick = *self.tick.borrow();
+        {
+            let cached = lock(&self.overviews);
+            if cached.0 == tick {
+                if let Some((_, json)) = cached.1.iter().find(|(q, _)| q == query) {
+                    return json.clone();
+                }
+            }
+        }
+        let overview = OverviewJson::from(self.driver.overview(query));
+        let json: Arc<RawValue> = serde_json::value::to_raw_value(&overview)
+            .map(Arc::from)
+            .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()));
+        let mut cached = lock(&self.overviews);
+        if cached.0 != tick {
+            *cached = (tick, Vec::new());
+        }
+        cached.1.push((query.clone(), json.clone()));
+        json
     }
 
     /// Runs the ticker until `shutdown`.

@@ -9,11 +9,11 @@ use leasehold::overview::{OverviewQuery, MAX_ROWS};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::frame::{ConnectionJson, Frame, Rest, CONNECTIONS_SHOWN};
+use super::frame::{ConnectionJson, Frame, CONNECTIONS_SHOWN};
 use super::{lock, unix_ms, Live, PagePlace};
 
 /// The most events one frame carries; a page further behind is told how many it missed.
-const EVENTS_PER_FRAME: usize = 500;
+const EVENTS_PER_FRAME: usize = 100;
 
 /// A page's stream: its body's chunks, each one server-sent event.
 pub(crate) type Chunks = futures::stream::BoxStream<'static, Result<BodyFrame<Bytes>, Infallible>>;
@@ -85,7 +85,7 @@ async fn run(
 /// The next frame of a page that saw the events before `seen` and the
 /// samples up to unix ms `samples_seen`, as one server-sent event.
 fn build(live: &Live, query: &OverviewQuery, seen: &mut u64, samples_seen: &mut u64) -> Bytes {
-    let overview = live.driver.overview(query);
+    let overview = live.overview(query);
     let (events, missed) = {
         let log = lock(&live.events);
         let out = log.since(*seen, EVENTS_PER_FRAME);
@@ -110,18 +110,16 @@ fn build(live: &Live, query: &OverviewQuery, seen: &mut u64, samples_seen: &mut 
     if let Some(last) = samples.last() {
         *samples_seen = last.t;
     }
-    let frame = Frame::new(
-        overview,
-        Rest {
-            t: unix_ms(),
-            epoch: live.driver.epoch(),
-            connections,
-            connection_count,
-            events,
-            missed,
-            samples,
-        },
-    );
+    let frame = Frame {
+        t: unix_ms(),
+        epoch: live.driver.epoch(),
+        overview: &overview,
+        connections,
+        connection_count,
+        events,
+        missed,
+        samples,
+    };
     let json = serde_json::to_string(&frame).unwrap_or_else(|_| "{}".to_owned());
     Bytes::from(format!("event: frame\ndata: {json}\n\n"))
 }

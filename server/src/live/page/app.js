@@ -74,10 +74,10 @@ function drawCharts() {
   }
 }
 
-function drawLocks(f) {
+function drawLocks(o) {
   const body = $('locks').tBodies[0]
   body.replaceChildren(
-    ...f.locks.map((l) => {
+    ...o.locks.map((l) => {
       const tr = row(
         [
           ['', l.lock || '(manual)'],
@@ -92,7 +92,7 @@ function drawLocks(f) {
     }),
   )
   const select = $('lock-filter')
-  const names = ['', ...f.locks.map((l) => l.lock)]
+  const names = ['', ...o.locks.map((l) => l.lock)]
   if (query.lock && !names.includes(query.lock)) names.push(query.lock)
   const shown = [...select.options].map((o) => o.value)
   if (shown.join('\u0000') !== names.join('\u0000')) {
@@ -107,10 +107,10 @@ function drawLocks(f) {
   select.value = query.lock
 }
 
-function drawKeys(f) {
+function drawKeys(o) {
   const body = $('keys').tBodies[0]
   body.replaceChildren(
-    ...f.keys.map((k) => {
+    ...o.keys.map((k) => {
       const tr = row([
         ['lock', k.lock || '(manual)'],
         ['key', k.key],
@@ -128,9 +128,9 @@ function drawKeys(f) {
     }),
   )
   $('matched').textContent =
-    f.matched > f.keys.length
-      ? `(the ${f.keys.length} longest held of ${f.matched})`
-      : `(${f.matched})`
+    o.matched > o.keys.length
+      ? `(the ${o.keys.length} longest held of ${o.matched})`
+      : `(${o.matched})`
 }
 
 function describe(e) {
@@ -160,14 +160,14 @@ function drawEvents(f) {
   while (list.children.length > EVENTS_SHOWN) list.lastElementChild.remove()
 }
 
-function drawNamespaces(f) {
+function drawNamespaces(o) {
   const box = $('namespaces')
-  if (!f.namespaces.length) {
+  if (!o.namespaces.length) {
     box.replaceChildren(el('p', 'sub', 'none'))
     return
   }
   box.replaceChildren(
-    ...f.namespaces.map((n) => {
+    ...o.namespaces.map((n) => {
       const div = el('div')
       div.append(
         el('h3', '', `${n.name} · ${n.limit} slots from node ${n.offset} · IDs ${n.layout}`),
@@ -215,16 +215,17 @@ function draw(f, first) {
   const started = performance.now()
   if (first) samples = []
   samples = samples.concat(f.samples).slice(-300)
-  $('held').textContent = f.held
-  $('waiting').textContent = f.waiting
+  const o = f.overview
+  $('held').textContent = o.held
+  $('waiting').textContent = o.waiting
   $('connections').textContent = f.connection_count
   $('epoch').textContent = f.epoch
   drawConnections(f)
   drawCharts()
-  drawLocks(f)
-  drawKeys(f)
+  drawLocks(o)
+  drawKeys(o)
   drawEvents(f)
-  drawNamespaces(f)
+  drawNamespaces(o)
   frames += 1
   const took = performance.now() - started
   document.body.dataset.frames = String(frames)
