@@ -19,8 +19,8 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use leasehold::remote::protocol::Role;
 use leasehold::overview::OverviewQuery;
+use leasehold::remote::protocol::Role;
 use leasehold::MemoryDriver;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
@@ -62,6 +62,13 @@ pub(crate) struct Sample {
     connections: usize,
 }
 
+/// The overviews serialized in one tick, by query.
+#[derive(Default)]
+struct Overviews {
+    tick: u64,
+    made: Vec<(OverviewQuery, Arc<RawValue>)>,
+}
+
 /// The live page's state, shared by the server's tasks.
 pub(crate) struct Live {
     driver: Arc<MemoryDriver>,
@@ -75,7 +82,7 @@ pub(crate) struct Live {
     tick: watch::Sender<u64>,
     /// The overviews serialized this tick, by query: pages that ask the
     /// same share one pass over the store.
-    overviews: Mutex<(u64, Vec<(OverviewQuery, Arc<RawValue>)>)>,
+    overviews: Mutex<Overviews>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -99,7 +106,7 @@ impl Live {
             samples: Mutex::new(VecDeque::with_capacity(SAMPLES_KEPT)),
             pages: Mutex::new(0),
             tick: watch::Sender::new(0),
-            overviews: Mutex::new((0, Vec::new())),
+            overviews: Mutex::new(Overviews::default()),
         }
     }
 
@@ -152,8 +159,8 @@ impl Live {
         let tick = *self.tick.borrow();
         {
             let cached = lock(&self.overviews);
-            if cached.0 == tick {
-                if let Some((_, json)) = cached.1.iter().find(|(q, _)| q == query) {
+            if cached.tick == tick {
+                if let Some((_, json)) = cached.made.iter().find(|(q, _)| q == query) {
                     return json.clone();
                 }
             }
@@ -163,10 +170,13 @@ impl Live {
             .map(Arc::from)
             .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()));
         let mut cached = lock(&self.overviews);
-        if cached.0 != tick {
-            *cached = (tick, Vec::new());
+        if cached.tick != tick {
+            *cached = Overviews {
+                tick,
+                made: Vec::new(),
+            };
         }
-        cached.1.push((query.clone(), json.clone()));
+        cached.made.push((query.clone(), json.clone()));
         json
     }
 
