@@ -1,7 +1,7 @@
 # The live page (`leasehold serve --http`, docs/live.md) in a real browser:
 # Debian's chromium driven by playwright-core (ui/), a real server, holders
-# in Node and Python. Included after node.mk and python.mk, whose addon and
-# installed package it uses.
+# in Node and Python; `leasehold ui` against etcd and PostgreSQL. Included
+# after node.mk and python.mk, whose addon and installed package it uses.
 #   make ui-test     the page's test; its screenshot: $(CARGO_TARGET_DIR)/live-page.png
 #   make bench-live  what the page costs a server with 100,000 held keys and
 #                    1,000 grants a second: $(CARGO_TARGET_DIR)/live-load.md
@@ -24,7 +24,7 @@ $(UI_DEV): $(UI_DIR)/package-lock.json
 # The test and the page's own files, formatted as the Node binding's are.
 UI_FORMATTED := $(UI_DIR)/*.mjs server/src/live/page/*.js server/src/live/page/*.css server/src/live/page/*.html
 
-ui-test: $(NODE_ADDON) $(PY_INSTALLED)
+ui-test: etcd postgres $(NODE_ADDON) $(PY_INSTALLED)
 	@test -f $(UI_DEV) || { echo "no $(UI_DIR)/node_modules: run make setup"; exit 1; }
 	$(NODE_DIR)/node_modules/.bin/prettier --config $(UI_DIR)/.prettierrc.json --check $(UI_FORMATTED)
 	$(CARGO) build -q -p leasehold-server

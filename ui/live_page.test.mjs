@@ -13,6 +13,8 @@ import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
+import { startEtcd } from '../bindings-node/test/helpers/etcd.mjs'
+import { postgresUrl } from '../bindings-node/test/helpers/postgres.mjs'
 import { makeCertificates } from '../bindings-node/test/helpers/server.mjs'
 
 const repo = fileURLToPath(new URL('../', import.meta.url))
@@ -21,6 +23,24 @@ const serverBinary = process.env.LEASEHOLD_BIN ?? join(target, 'debug', 'leaseho
 const python = process.env.LEASEHOLD_PYTHON ?? join(target, 'python', 'venv', 'bin', 'python')
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium'
 const leasehold = createRequire(import.meta.url)(join(repo, 'bindings-node'))
+
+/** Starts `leasehold ui` with `args`; resolves once it serves, with its address. */
+async function ui(args) {
+  const child = spawn(serverBinary, ['ui', '--http', '127.0.0.1:0', ...args], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, LEASEHOLD_LOG: 'warn' },
+  })
+  const http = await new Promise((resolve, reject) => {
+    let text = ''
+    child.stdout.setEncoding('utf8').on('data', (t) => {
+      text += t
+      const m = /^http on (\S+)$/m.exec(text)
+      if (m) resolve(m[1])
+    })
+    child.on('exit', (code) => reject(new Error(`leasehold ui exited ${code}`)))
+  })
+  return { child, http }
+}
 
 /** Starts `leasehold serve` with `args`; resolves once it listens, with its addresses. */
 async function serve(args) {
@@ -234,3 +254,35 @@ test('with tokens, over TLS, the page shows nothing until given a known token', 
     await certs.remove()
   }
 })
+
+for (const store of ['etcd', 'postgres']) {
+  test(`leasehold ui shows what it can read of a store on ${store}`, async () => {
+    const etcd = store === 'etcd' ? await startEtcd() : null
+    const url = etcd ? etcd.url('ui-test') : `${postgresUrl()}?schema=ui_test`
+    const page = await ui(['--store', url])
+    try {
+      const holders = await leasehold.connect(url)
+      const held = nodeHolder(holders, `${store}-key`)
+      const fence = await held.fence
+      const tab = await browser.newPage()
+      await tab.goto(`http://${page.http}/`)
+      await tab.waitForSelector('body[data-state="live"]')
+      await cell(tab, `${store}-key`, 'fence').filter({ hasText: fence }).waitFor()
+      assert.equal(await tab.locator('#store-name').textContent(), `live · ${store}`)
+      // What a store read from outside cannot show is left out, not shown as 0.
+      assert.equal(await cell(tab, `${store}-key`, 'waiters').isHidden(), true)
+      assert.equal(await tab.locator('section.connections').isHidden(), true)
+      held.release()
+      await held.done
+      await tab
+        .locator(`#events li[data-kind="ended"][data-key="${store}-key"]`)
+        .waitFor({ timeout: 10_000 })
+      await cell(tab, `${store}-key`, 'fence').waitFor({ state: 'detached' })
+      await holders.close()
+      await tab.close()
+    } finally {
+      page.child.kill('SIGTERM')
+      await etcd?.stop()
+    }
+  })
+}

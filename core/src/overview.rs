@@ -124,15 +124,19 @@ pub enum ActivityKind {
     Released,
     /// It ended without its holder (expired, revoked by maxHold, …).
     Lost(LossReason),
+    /// It is no longer held, released or lost: what a store read from
+    /// outside, between two reads, can tell.
+    Ended,
 }
 
 impl ActivityKind {
-    /// The kind's name: `granted`, `released` or `lost`.
+    /// The kind's name: `granted`, `released`, `lost` or `ended`.
     pub fn as_str(self) -> &'static str {
         match self {
             ActivityKind::Granted => "granted",
             ActivityKind::Released => "released",
             ActivityKind::Lost(_) => "lost",
+            ActivityKind::Ended => "ended",
         }
     }
 }

@@ -16,13 +16,18 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use leasehold::MemoryDriver;
 use prometheus_client::encoding::prometheus_text;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::live::{self, Live};
+use crate::metrics::Metrics;
 use crate::shared::ServerContextRef;
+use crate::tokens::Tokens;
 
 /// How long a client has for its TLS handshake and for each request's head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,31 +36,62 @@ type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// What one listener serves.
 #[derive(Clone)]
-pub(crate) struct Routes {
-    shared: ServerContextRef,
-    /// The live page, on `--http` only.
+pub(crate) struct Routes(Arc<RoutesInner>);
+
+struct RoutesInner {
+    /// `/metrics`: the server's metrics and the store its gauges read.
+    metrics: Option<(Arc<Metrics>, Arc<MemoryDriver>)>,
+    /// The live page.
     live: Option<Arc<Live>>,
+    /// The tokens the page's stream asks for, if any.
+    tokens: Option<Arc<Tokens>>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
 }
 
 impl Routes {
-    /// `/metrics` only.
-    pub fn metrics(shared: ServerContextRef) -> Routes {
-        Routes { shared, live: None }
+    /// A server's `/metrics` only.
+    pub fn metrics(shared: &ServerContextRef) -> Routes {
+        Routes::new(shared, None)
     }
 
-    /// The live page and `/metrics`.
-    pub fn page(shared: ServerContextRef, live: Arc<Live>) -> Routes {
-        Routes {
-            shared,
+    /// A server's live page and `/metrics`.
+    pub fn page(shared: &ServerContextRef, live: Arc<Live>) -> Routes {
+        Routes::new(shared, Some(live))
+    }
+
+    fn new(shared: &ServerContextRef, live: Option<Arc<Live>>) -> Routes {
+        Routes(Arc::new(RoutesInner {
+            metrics: Some((shared.metrics.clone(), shared.driver.clone())),
+            live,
+            tokens: shared.tokens.clone(),
+            shutdown: shared.shutdown.clone(),
+            tracker: shared.tracker.clone(),
+        }))
+    }
+
+    /// The live page of a store read from outside (`leasehold ui`), its
+    /// stream only to one of `tokens` when given.
+    pub fn ui(
+        live: Arc<Live>,
+        tokens: Option<Arc<Tokens>>,
+        shutdown: CancellationToken,
+        tracker: TaskTracker,
+    ) -> Routes {
+        Routes(Arc::new(RoutesInner {
+            metrics: None,
             live: Some(live),
-        }
+            tokens,
+            shutdown,
+            tracker,
+        }))
     }
 }
 
 /// Serves `routes` on `listener` (over TLS with `tls`) until the server shuts down.
 pub(crate) async fn serve(listener: TcpListener, tls: Option<TlsAcceptor>, routes: Routes) {
-    let shutdown = routes.shared.shutdown.clone();
-    let tracker = routes.shared.tracker.clone();
+    let shutdown = routes.0.shutdown.clone();
+    let tracker = routes.0.tracker.clone();
     loop {
         let stream = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -88,7 +124,7 @@ async fn connection<S>(io: S, routes: Routes)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let shutdown = routes.shared.shutdown.clone();
+    let shutdown = routes.0.shutdown.clone();
     let service = service_fn(move |req| {
         let response = respond(&req, &routes);
         async move { Ok::<_, Infallible>(response) }
@@ -125,17 +161,16 @@ fn respond(req: &Request<Incoming>, routes: &Routes) -> Response<Body> {
     let path = req.uri().path();
     let mut response = if !matches!(*req.method(), Method::GET | Method::HEAD) {
         text(StatusCode::METHOD_NOT_ALLOWED, "GET only\n")
-    } else if path == "/metrics" {
-        let driver = &routes.shared.driver;
-        let mut r = Response::new(full(routes.shared.metrics.render(driver)));
+    } else if let (Some((metrics, driver)), "/metrics") = (&routes.0.metrics, path) {
+        let mut r = Response::new(full(metrics.render(driver)));
         set(&mut r, header::CONTENT_TYPE, prometheus_text::CONTENT_TYPE);
         r
-    } else if let Some(live) = &routes.live {
+    } else if let Some(live) = &routes.0.live {
         page(req, path, live, routes)
     } else {
         text(StatusCode::NOT_FOUND, "see /metrics\n")
     };
-    if routes.live.is_some() {
+    if routes.0.live.is_some() {
         let h = response.headers_mut();
         h.insert(
             header::CONTENT_SECURITY_POLICY,
@@ -166,7 +201,7 @@ fn page(req: &Request<Incoming>, path: &str, live: &Arc<Live>, routes: &Routes) 
             return r;
         }
         let query = live::query(req.uri().query());
-        let Some(chunks) = live::open_stream(live, query, routes.shared.shutdown.clone()) else {
+        let Some(chunks) = live::open_stream(live, query, routes.0.shutdown.clone()) else {
             return text(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "too many pages are open on this server\n",
@@ -191,7 +226,7 @@ fn page(req: &Request<Incoming>, path: &str, live: &Arc<Live>, routes: &Routes) 
 /// Whether the request may read the store: always without tokens; with
 /// them, when it carries one the tokens file knows (read or write).
 fn admitted(req: &Request<Incoming>, routes: &Routes) -> bool {
-    let Some(tokens) = &routes.shared.tokens else {
+    let Some(tokens) = &routes.0.tokens else {
         return true;
     };
     req.headers()

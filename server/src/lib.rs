@@ -167,7 +167,7 @@ impl Server {
             .tracker
             .spawn(listener::accept_loop(shared.clone(), listener, tls.clone()));
         if let Some(l) = metrics_listener {
-            let routes = http::Routes::metrics(shared.clone());
+            let routes = http::Routes::metrics(&shared);
             shared.tracker.spawn(http::serve(l, None, routes));
         }
         if let Some(l) = http_listener {
@@ -175,14 +175,14 @@ impl Server {
             shared
                 .tracker
                 .spawn(live.clone().run(shared.shutdown.clone()));
-            let routes = http::Routes::page(shared.clone(), live);
+            let routes = http::Routes::page(&shared, live);
             shared.tracker.spawn(http::serve(l, tls.clone(), routes));
         }
         tracing::info!(
             %local_addr,
             epoch,
             tls = tls.is_some(),
-            tokens = shared.tokens.as_ref().map_or(0, Tokens::len),
+            tokens = shared.tokens.as_deref().map_or(0, Tokens::len),
             metrics = ?metrics_addr,
             http = ?http_addr,
             data_dir = %config.data_dir.display(),
@@ -294,7 +294,7 @@ pub fn init_logging(filter: &str) -> Result<()> {
 }
 
 /// The signals that stop the server.
-struct Signals {
+pub(crate) struct Signals {
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -302,7 +302,7 @@ struct Signals {
 }
 
 impl Signals {
-    fn new() -> Result<Signals> {
+    pub(crate) fn new() -> Result<Signals> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
@@ -316,7 +316,7 @@ impl Signals {
     }
 
     /// Waits for the first signal and names it.
-    async fn recv(&mut self) -> &'static str {
+    pub(crate) async fn recv(&mut self) -> &'static str {
         #[cfg(unix)]
         {
             tokio::select! {

@@ -4,13 +4,14 @@
 //! server cannot start or fails, 2 for a bad command line or config file.
 //! `hold` exits with its command's code or one of its own (see
 //! `leasehold_server::commands::hold`); `ls` exits 0, or 1 when the store
-//! could not be asked.
+//! could not be asked; `ui` exits 0 after SIGTERM or SIGINT, 1 when the
+//! store could not be reached or the page not served.
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use leasehold_server::commands;
-use leasehold_server::commands::{hold::HoldArgs, ls::LsArgs};
+use leasehold_server::commands::{hold::HoldArgs, ls::LsArgs, ui::UiArgs};
 use leasehold_server::ServeArgs;
 
 /// Leases and fenced locks: the server store.
@@ -29,6 +30,8 @@ enum Command {
     Hold(HoldArgs),
     /// List the keys held now, with holder age and fence.
     Ls(LsArgs),
+    /// Serve the live page of any store (etcd, PostgreSQL, a server store elsewhere).
+    Ui(UiArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve(args),
         Command::Hold(args) => client(commands::hold::run(args)),
         Command::Ls(args) => client(commands::ls::run(args)),
+        Command::Ui(args) => client(commands::ui::run(args)),
     }
 }
 

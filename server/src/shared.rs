@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::Limits;
 use crate::handshakes::Handshakes;
-use crate::live::Live;
+use crate::live::{Live, Served};
 use crate::metrics::{Metrics, Refusal};
 use crate::tenants::Tenants;
 use crate::tokens::Tokens;
@@ -26,7 +26,7 @@ pub(crate) struct ServerContext {
     /// The store: the lease table in renewal mode.
     pub driver: Arc<MemoryDriver>,
     /// The accepted tokens, when connections must authenticate.
-    pub tokens: Option<Tokens>,
+    pub tokens: Option<Arc<Tokens>>,
     /// The bounds of ERR-02.
     pub limits: Limits,
     /// The metrics.
@@ -71,11 +71,14 @@ impl ServerContext {
             tokens.as_ref().map_or(0, Tokens::len),
             limits.max_connections_per_token,
         ));
-        let live = Arc::new(Live::new(driver.clone(), metrics.clone()));
+        let live = Arc::new(Live::new(Arc::new(Served {
+            driver: driver.clone(),
+            metrics: metrics.clone(),
+        })));
         ServerContext {
             live,
             driver,
-            tokens,
+            tokens: tokens.map(Arc::new),
             limits,
             metrics,
             handshakes,

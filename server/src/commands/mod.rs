@@ -1,8 +1,9 @@
 //! The commands for people and scripts that talk to a running store:
-//! `leasehold hold` and `leasehold ls`.
+//! `leasehold hold`, `leasehold ls` and `leasehold ui`.
 
 pub mod hold;
 pub mod ls;
+pub mod ui;
 
 use std::path::PathBuf;
 

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use super::log::LiveEvent;
+use super::source::Shows;
 use super::{Peer, Sample};
 
 /// The most connections one frame lists (the count is always whole).
@@ -24,7 +25,8 @@ fn ms(d: Duration) -> u64 {
 #[derive(Serialize)]
 pub(crate) struct Frame<'a> {
     pub t: u64,
-    pub epoch: u32,
+    pub epoch: Option<u32>,
+    pub shows: Shows,
     pub overview: &'a RawValue,
     pub connections: Vec<ConnectionJson>,
     pub connection_count: usize,

@@ -12,6 +12,8 @@
 mod assets;
 mod frame;
 mod log;
+mod polled;
+mod source;
 mod stream;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -21,18 +23,20 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use leasehold::overview::OverviewQuery;
 use leasehold::remote::protocol::Role;
-use leasehold::MemoryDriver;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::{Metrics, Refusal};
+use crate::metrics::Refusal;
 
 pub(crate) use assets::{asset, CONTENT_SECURITY_POLICY};
 pub(crate) use stream::{open as open_stream, query};
 
 use frame::OverviewJson;
 use log::{EventLog, LiveEvent};
+pub(crate) use polled::Polled;
+use source::Counts;
+pub(crate) use source::{Served, Source};
 
 /// How often open pages get a frame.
 pub const TICK: Duration = Duration::from_millis(500);
@@ -71,8 +75,7 @@ struct Overviews {
 
 /// The live page's state, shared by the server's tasks.
 pub(crate) struct Live {
-    driver: Arc<MemoryDriver>,
-    metrics: Arc<Metrics>,
+    source: Arc<dyn Source>,
     connections: Mutex<BTreeMap<u64, Peer>>,
     events: Mutex<EventLog>,
     samples: Mutex<VecDeque<Sample>>,
@@ -97,10 +100,9 @@ pub(crate) fn unix_ms() -> u64 {
 }
 
 impl Live {
-    pub fn new(driver: Arc<MemoryDriver>, metrics: Arc<Metrics>) -> Live {
+    pub fn new(source: Arc<dyn Source>) -> Live {
         Live {
-            driver,
-            metrics,
+            source,
             connections: Mutex::new(BTreeMap::new()),
             events: Mutex::new(EventLog::default()),
             samples: Mutex::new(VecDeque::with_capacity(SAMPLES_KEPT)),
@@ -142,7 +144,7 @@ impl Live {
             return None;
         }
         if *pages == 0 {
-            self.driver.record_activity(true);
+            self.source.record_activity(true);
         }
         *pages += 1;
         Some(PagePlace(self.clone()))
@@ -165,7 +167,7 @@ impl Live {
                 }
             }
         }
-        let overview = OverviewJson::from(self.driver.overview(query));
+        let overview = OverviewJson::from(self.source.overview(query));
         let json: Arc<RawValue> = serde_json::value::to_raw_value(&overview)
             .map(Arc::from)
             .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()));
@@ -185,7 +187,7 @@ impl Live {
         let mut ticks = tokio::time::interval(TICK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let per_sample = (Duration::from_secs(1).as_millis() / TICK.as_millis()) as u64;
-        let mut last = Counts::read(&self.metrics);
+        let mut last = self.source.counts();
         let mut n = 0u64;
         loop {
             tokio::select! {
@@ -193,13 +195,17 @@ impl Live {
                 _ = ticks.tick() => {}
             }
             n += 1;
+            let watched = self.watched();
+            if watched {
+                self.source.refresh().await;
+            }
             if n % per_sample == 0 {
-                let now = Counts::read(&self.metrics);
+                let now = self.source.counts();
                 self.sample(&last, &now);
                 last = now;
             }
-            if self.watched() {
-                let drained = self.driver.drain_activity();
+            if watched {
+                let drained = self.source.drain_activity();
                 lock(&self.events).extend(drained);
                 self.tick.send_replace(n);
             }
@@ -212,8 +218,8 @@ impl Live {
             grants: now.grants.saturating_sub(last.grants),
             losses: now.losses.saturating_sub(last.losses),
             releases: now.releases.saturating_sub(last.releases),
-            held: self.driver.held(),
-            waiting: self.driver.waiting(),
+            held: now.held,
+            waiting: now.waiting,
             connections: lock(&self.connections).len(),
         };
         let mut samples = lock(&self.samples);
@@ -232,24 +238,7 @@ impl Drop for PagePlace {
         let mut pages = lock(&self.0.pages);
         *pages -= 1;
         if *pages == 0 {
-            self.0.driver.record_activity(false);
-        }
-    }
-}
-
-/// The counters a sample takes the difference of.
-struct Counts {
-    grants: u64,
-    losses: u64,
-    releases: u64,
-}
-
-impl Counts {
-    fn read(metrics: &Metrics) -> Counts {
-        Counts {
-            grants: metrics.grants.get(),
-            losses: metrics.losses_total(),
-            releases: metrics.releases.get(),
+            self.0.source.record_activity(false);
         }
     }
 }

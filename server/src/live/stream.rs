@@ -112,7 +112,8 @@ fn build(live: &Live, query: &OverviewQuery, seen: &mut u64, samples_seen: &mut 
     }
     let frame = Frame {
         t: unix_ms(),
-        epoch: live.driver.epoch(),
+        epoch: live.source.epoch(),
+        shows: live.source.shows(),
         overview: &overview,
         connections,
         connection_count,

@@ -65,13 +65,33 @@ function chart(name, values) {
   $(`last-${name}`).textContent = values.length ? String(values[values.length - 1]) : ''
 }
 
-function drawCharts() {
-  for (const name of ['grants', 'losses', 'waiting', 'connections']) {
-    chart(
-      name,
-      samples.map((s) => s[name]),
-    )
+function drawCharts(shows) {
+  chart(
+    'grants',
+    samples.map((s) => s.grants),
+  )
+  // A store read from outside cannot tell a loss from a release: its chart is of every end.
+  chart(
+    'losses',
+    samples.map((s) => (shows.endings ? s.losses : s.releases)),
+  )
+  chart(
+    'waiting',
+    samples.map((s) => s.waiting),
+  )
+  chart(
+    'connections',
+    samples.map((s) => s.connections),
+  )
+}
+
+function applyShows(shows) {
+  const body = document.body.classList
+  for (const part of ['waiters', 'holders', 'slots', 'connections', 'epoch']) {
+    body.toggle(`no-${part}`, !shows[part])
   }
+  $('store-name').textContent = `live · ${shows.store}`
+  $('losses-caption').textContent = shows.endings ? 'losses / s' : 'ended / s'
 }
 
 function drawLocks(o) {
@@ -134,13 +154,14 @@ function drawKeys(o) {
 }
 
 function describe(e) {
+  const who = e.holder ? ` ${e.kind === 'granted' ? 'to' : 'by'} ${holder(e.holder)}` : ''
   switch (e.kind) {
     case 'refused':
       return `refused ${e.peer} (${e.reason})`
     case 'lost':
-      return `lost ${e.lock}/${e.key} fence ${e.fence} by ${holder(e.holder)} (${e.reason === 'revoked' ? 'revoked: maxHold' : e.reason})`
+      return `lost ${e.lock}/${e.key} fence ${e.fence}${who} (${e.reason === 'revoked' ? 'revoked: maxHold' : e.reason})`
     default:
-      return `${e.kind} ${e.lock}/${e.key} fence ${e.fence} ${e.kind === 'granted' ? 'to' : 'by'} ${holder(e.holder)}`
+      return `${e.kind} ${e.lock}/${e.key} fence ${e.fence}${who}`
   }
 }
 
@@ -216,12 +237,13 @@ function draw(f, first) {
   if (first) samples = []
   samples = samples.concat(f.samples).slice(-300)
   const o = f.overview
+  applyShows(f.shows)
   $('held').textContent = o.held
   $('waiting').textContent = o.waiting
   $('connections').textContent = f.connection_count
   $('epoch').textContent = f.epoch
   drawConnections(f)
-  drawCharts()
+  drawCharts(f.shows)
   drawLocks(o)
   drawKeys(o)
   drawEvents(f)
