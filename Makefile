@@ -14,7 +14,7 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 # make dist) finds a protoc that fails (tools/no-protoc).
 export PROTOC := $(CURDIR)/tools/no-protoc
 
-.PHONY: all setup setup-apt demo demo-embedded test check check-rust lint fmt-check clippy rustdoc \
+.PHONY: all setup setup-apt demo demo-embedded demo-test test check check-rust lint fmt-check clippy rustdoc \
 	rust-test coverage bench bench-embedded bench-compare bench-ids toolchain
 
 all: test
@@ -36,7 +36,7 @@ DEMO_HOLDERS :=
 APT_PACKAGES := redis-server
 SETUP := toolchain
 -include mk/*.mk
-TEST_STEPS += coverage
+TEST_STEPS += demo-test coverage
 
 # One apt run for every missing package; Debian starts the services it
 # installs (etcd, PostgreSQL, Redis), and the tests start their own.
@@ -63,6 +63,19 @@ demo: setup
 
 demo-embedded:
 	$(CARGO) run --release -q -p leasehold-bench --bin demo
+
+# The demo as a test (make test): 2 s of holders in every language on the
+# server store, from the debug builds the other steps made; it fails if a
+# stale fence reached the resource or two holds overlap on its timeline.
+demo-test:
+	$(PY_VENV)/bin/ruff format --line-length 100 --check demo/timeline.py
+	$(PY_VENV)/bin/ruff check demo/timeline.py
+	$(PY_VENV)/bin/mypy --strict --python-executable $(PLOT_PY) demo/timeline.py
+	@printf '%s\n' '[rust-1] holds summaries/k fence=1 waited=0ms at=1000' '[go-1] holds summaries/k fence=2 waited=0ms at=1010' \
+		'[rust-1] done summaries/k fence=1 at=1020' '[go-1] done summaries/k fence=2 at=1030' >$(CARGO_TARGET_DIR)/overlap.holds
+	@! $(PLOT_PY) demo/timeline.py $(CARGO_TARGET_DIR)/overlap.holds $(CARGO_TARGET_DIR)/overlap.svg >/dev/null 2>&1 || \
+		{ echo "demo/timeline.py did not refuse two holds of one key at once"; exit 1; }
+	DEMO_PROFILE=debug DEMO_SECONDS=2 DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
 
 # Every step in order, timed; the table is printed at the end, or at the
 # first step that fails (tools/steps).

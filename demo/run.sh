@@ -7,6 +7,9 @@
 # make demo-postgres (DEMO_STORE=postgres): the same holders on a PostgreSQL
 # of the demo's own (tools/postgres/cluster.sh), killed (kill -9 of the
 # postmaster and every backend) halfway through and started again.
+# Each run draws its timeline (demo/timeline.py) to
+# $CARGO_TARGET_DIR/demo-<store>-timeline.svg and fails if two holds of a
+# key overlap there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${CARGO_TARGET_DIR:=$PWD/target}"
@@ -14,8 +17,12 @@ export CARGO_TARGET_DIR
 langs=${DEMO_HOLDERS:-}
 seconds=${DEMO_SECONDS:-4}
 store=${DEMO_STORE:-server}
+# The Rust builds the demo runs: release, or debug for `make demo-test`
+# (whose other steps built it already).
+profile=${DEMO_PROFILE:-release}
+if [ "$profile" = release ]; then profile_flag=--release; else profile_flag=; fi
 
-cargo build --release -q -p leasehold-server -p leasehold-demo
+cargo build $profile_flag -q -p leasehold-server -p leasehold-demo
 work=$(mktemp -d)
 server_pid=
 etcd_pids=()
@@ -76,7 +83,7 @@ elif [ "$store" = postgres ]; then
   export LEASEHOLD_STORE="$(cat "$work/pg/url")?schema=demo"
   echo "PostgreSQL store on $LEASEHOLD_STORE; holders: rust ${langs}"
 else
-  "$CARGO_TARGET_DIR/release/leasehold" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
+  "$CARGO_TARGET_DIR/$profile/leasehold" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
     >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!
   for _ in $(seq 100); do
@@ -99,11 +106,11 @@ rm -f "$DEMO_DIR"/*
 
 pids=()
 for n in 1 2; do
-  DEMO_SECONDS=$seconds DEMO_NAME=$n "$CARGO_TARGET_DIR/release/leasehold-demo" | tee -a "$work/holds" &
+  DEMO_SECONDS=$seconds DEMO_NAME=$n "$CARGO_TARGET_DIR/$profile/leasehold-demo" | tee "$work/holds-rust-$n" &
   pids+=($!)
 done
 for lang in $langs; do
-  DEMO_SECONDS=$seconds DEMO_NAME=1 make -s "demo-holder-$lang" | tee -a "$work/holds" &
+  DEMO_SECONDS=$seconds DEMO_NAME=1 make -s "demo-holder-$lang" | tee "$work/holds-$lang" &
   pids+=($!)
 done
 if [ "$store" = etcd ]; then
@@ -111,12 +118,14 @@ if [ "$store" = etcd ]; then
   killed=$(leader)
   kill -9 "${etcd_pids[$killed]}"
   echo "$(date +%T.%3N) killed the etcd leader m$killed (kill -9) while the holders held and waited"
+  echo "fault at=$(date +%s%3N) the etcd leader m$killed killed (kill -9)" >>"$work/faults"
 elif [ "$store" = postgres ]; then
   sleep "$(python3 -c "print($seconds / 2)")"
   postmaster=$(head -n 1 "$work/pg/data/postmaster.pid")
   backends=$(pgrep -P "$postmaster" || true)
   kill -9 "$postmaster" $backends
   echo "$(date +%T.%3N) killed PostgreSQL (kill -9 of the postmaster and its backends) while the holders held and waited"
+  echo "fault at=$(date +%s%3N) PostgreSQL killed (kill -9)" >>"$work/faults"
   # Started again once every killed process is gone (they hold its shared memory).
   for pid in "$postmaster" $backends; do
     while grep -qv ') Z ' "/proc/$pid/stat" 2>/dev/null; do sleep 0.05; done
@@ -132,13 +141,21 @@ elif [ "$store" = postgres ]; then
   done
   [ "$(cat "$work/pg/port")" = "$pg_port" ] || { echo "PostgreSQL came back on another port"; exit 1; }
   echo "$(date +%T.%3N) PostgreSQL started again on its data"
+  echo "fault at=$(date +%s%3N) PostgreSQL started again" >>"$work/faults"
 fi
 failed=0
 for pid in "${pids[@]}"; do
   wait "$pid" || failed=1
 done
 
+# One file per holder (appends of several tees to one file could split a
+# line), joined once every holder is done.
+cat "$work"/holds-* >"$work/holds"
+[ -f "$work/faults" ] && cat "$work/faults" >>"$work/holds"
 echo
+timeline="$CARGO_TARGET_DIR/demo-$store-timeline.svg"
+"${LEASEHOLD_PLOT_PYTHON:-python3}" demo/timeline.py "$work/holds" "$timeline" \
+  --title "make demo on the $store store: $seconds s, holders in rust ${langs}" || failed=1
 echo "holds per holder:"
 sed -n 's/^\[\([^]]*\)\] holds .*/\1/p' "$work/holds" | sort | uniq -c
 echo "last fence written to each key's resource:"

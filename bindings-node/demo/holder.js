@@ -40,10 +40,11 @@ async function main() {
     const asked = Date.now()
     await summaries.hold(key, async (lease) => {
       console.log(
-        `[node-${name}] holds summaries/${key} fence=${lease.fence} waited=${Date.now() - asked}ms`,
+        `[node-${name}] holds summaries/${key} fence=${lease.fence} waited=${Date.now() - asked}ms at=${Date.now()}`,
       )
       await writeFenced(key, lease.fence)
       await sleep(20 + Math.floor(Math.random() * 61), undefined, { signal: lease.signal })
+      console.log(`[node-${name}] done summaries/${key} fence=${lease.fence} at=${Date.now()}`)
     })
   }
   await store.close()

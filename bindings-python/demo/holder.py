@@ -47,13 +47,19 @@ async def main() -> int:
             async with lock.hold(key) as lease:
                 waited = round((time.monotonic() - asked) * 1000)
                 print(
-                    f"[python-{name}] holds summaries/{key} fence={lease.fence} waited={waited}ms",
+                    f"[python-{name}] holds summaries/{key} fence={lease.fence} "
+                    f"waited={waited}ms at={time.time_ns() // 1_000_000}",
                     flush=True,
                 )
                 if not write_fenced(directory / key, lease.fence):
                     print(f"[python-{name}] REJECTED fence {lease.fence} for {key}", flush=True)
                     return 1
                 await asyncio.sleep(random.uniform(0.02, 0.08))
+                print(
+                    f"[python-{name}] done summaries/{key} fence={lease.fence} "
+                    f"at={time.time_ns() // 1_000_000}",
+                    flush=True,
+                )
     return 0
 
 

@@ -6,13 +6,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
 use rand::Rng;
 
 const KEYS: [&str; 3] = ["chat-1", "chat-2", "chat-3"];
+
+/// Unix milliseconds now: the time of each line, for the demo's timeline.
+fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
 
 fn env(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
@@ -55,10 +62,17 @@ async fn run(name: &str, dir: PathBuf, seconds: u64) -> Result<usize, String> {
             .map_err(|e| e.to_string())?;
         let fence = holding.lease().fence();
         let waited = asked.elapsed().as_millis();
-        println!("[rust-{name}] holds summaries/{key} fence={fence} waited={waited}ms");
+        println!(
+            "[rust-{name}] holds summaries/{key} fence={fence} waited={waited}ms at={}",
+            unix_ms()
+        );
         let written = write_fenced(&dir, key, fence);
         let work = rand::thread_rng().gen_range(20..=80);
         tokio::time::sleep(Duration::from_millis(work)).await;
+        println!(
+            "[rust-{name}] done summaries/{key} fence={fence} at={}",
+            unix_ms()
+        );
         holding.end().await.map_err(|e| e.to_string())?;
         written?;
         holds += 1;

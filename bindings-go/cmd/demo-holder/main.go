@@ -59,9 +59,10 @@ func run(name, dir string, seconds int) error {
 		key := keys[rand.IntN(len(keys))]
 		asked := time.Now()
 		err := summaries.Hold(ctx, key, func(ctx context.Context, lease *locks.Lease) error {
-			fmt.Printf("[go-%s] holds summaries/%s fence=%d waited=%dms\n", name, key, lease.Fence, time.Since(asked).Milliseconds())
+			fmt.Printf("[go-%s] holds summaries/%s fence=%d waited=%dms at=%d\n", name, key, lease.Fence, time.Since(asked).Milliseconds(), time.Now().UnixMilli())
 			written := writeFenced(dir, key, lease.Fence)
 			time.Sleep(time.Duration(20+rand.IntN(61)) * time.Millisecond)
+			fmt.Printf("[go-%s] done summaries/%s fence=%d at=%d\n", name, key, lease.Fence, time.Now().UnixMilli())
 			return written
 		})
 		if err != nil {

@@ -47,9 +47,10 @@ fun main() {
                 val asked = System.nanoTime()
                 summaries.hold(key) { lease ->
                     val waited = (System.nanoTime() - asked) / 1_000_000
-                    println("[jvm-$name] holds summaries/$key fence=${lease.fence} waited=${waited}ms")
+                    println("[jvm-$name] holds summaries/$key fence=${lease.fence} waited=${waited}ms at=${System.currentTimeMillis()}")
                     writeFenced(dir, key, lease.fence)
                     delay((20 + Random.nextInt(61)).milliseconds)
+                    println("[jvm-$name] done summaries/$key fence=${lease.fence} at=${System.currentTimeMillis()}")
                 }
             }
             store.close()
