@@ -36,7 +36,7 @@ DEMO_HOLDERS :=
 APT_PACKAGES := redis-server
 SETUP := toolchain
 -include mk/*.mk
-TEST_STEPS += demo-test coverage
+TEST_STEPS += plots-test demo-test coverage
 
 # One apt run for every missing package; Debian starts the services it
 # installs (etcd, PostgreSQL, Redis), and the tests start their own.
@@ -68,13 +68,6 @@ demo-embedded:
 # server store, from the debug builds the other steps made; it fails if a
 # stale fence reached the resource or two holds overlap on its timeline.
 demo-test:
-	$(PY_VENV)/bin/ruff format --line-length 100 --check demo/timeline.py
-	$(PY_VENV)/bin/ruff check demo/timeline.py
-	$(PY_VENV)/bin/mypy --strict --python-executable $(PLOT_PY) demo/timeline.py
-	@printf '%s\n' '[rust-1] holds summaries/k fence=1 waited=0ms at=1000' '[go-1] holds summaries/k fence=2 waited=0ms at=1010' \
-		'[rust-1] done summaries/k fence=1 at=1020' '[go-1] done summaries/k fence=2 at=1030' >$(CARGO_TARGET_DIR)/overlap.holds
-	@! $(PLOT_PY) demo/timeline.py $(CARGO_TARGET_DIR)/overlap.holds $(CARGO_TARGET_DIR)/overlap.svg >/dev/null 2>&1 || \
-		{ echo "demo/timeline.py did not refuse two holds of one key at once"; exit 1; }
 	DEMO_PROFILE=debug DEMO_SECONDS=2 DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
 
 # Every step in order, timed; the table is printed at the end, or at the
@@ -121,12 +114,14 @@ bench-embedded:
 bench-ids: etcd
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin ids
+	$(PLOT_PY) bench/plots.py tables target/bench-ids.md
 
 # Leasehold's server store vs etcd and Redis, and Leasehold on PostgreSQL vs
 # PostgreSQL's lock recipes, on this machine (docs/benchmarks.md).
 bench-compare: etcd
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin compare
+	$(PLOT_PY) bench/plots.py compare $(CARGO_TARGET_DIR)/bench-compare.json
 
 # The native libraries `make check` tests through, in one debug build: the
 # server the tests start, the Python module and the Node addon.

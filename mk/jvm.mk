@@ -71,10 +71,12 @@ demo-holder-jvm: jvm-lib $(JVM_CLASSPATH)
 # (bench/src/bin/hold_cycle.rs), Redisson's RLock on a redis-server and CosId's
 # SnowflakeId, in one run, release builds (the library with the test hooks:
 # the bench is compiled with the tests, against the same generated Kotlin);
-# tables on stdout and in target/bench-jvm.md. BENCH_JVM_ARGS: the rounds (5).
+# tables on stdout and in target/bench-jvm.md, their charts beside it
+# (bench/plots.py). BENCH_JVM_ARGS: the rounds (5).
 bench-jvm: $(JVM_CLASSPATH)
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) build --release -p leasehold-bench --bin hold_cycle
 	$(CARGO) build --release -p leasehold-jvm --features testing
 	$(JVM_JAVA) -Djna.library.path=$(CARGO_TARGET_DIR)/release -Dleasehold.bin=$(CARGO_TARGET_DIR)/release/leasehold \
 		-Dleasehold.repo=$(CURDIR) dev.leasehold.bench.JvmBenchKt $(BENCH_JVM_ARGS)
+	$(PLOT_PY) bench/plots.py tables $(CARGO_TARGET_DIR)/bench-jvm.md

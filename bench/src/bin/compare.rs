@@ -248,6 +248,8 @@ struct Results {
     per_sec_16: Vec<(String, String, f64)>,
     /// Handoff p50: system, setup, value.
     handoff: Vec<(String, String, Option<Duration>)>,
+    /// Handoff percentiles, for the distribution's plot.
+    handoff_spread: Vec<Spread>,
     /// Load averages (/proc/loadavg) before and after the run.
     load: (String, String),
     renewed: Vec<(String, String, renew::Renewed)>,
@@ -326,9 +328,59 @@ impl Results {
                     .push(Row::new(system, &what, Some(m.per_sec()), &mut m.main));
                 self.handoff
                     .push((system.into(), setup.into(), m.main.p50()));
+                let spread = SPREAD
+                    .iter()
+                    .filter_map(|&p| Some((p, m.main.percentile(p)?)))
+                    .collect();
+                self.handoff_spread
+                    .push((system.into(), setup.into(), spread));
             }
         }
     }
+}
+
+/// One system's handoff distribution: system, setup, (percentile, value).
+type Spread = (String, String, Vec<(f64, Duration)>);
+
+/// The percentiles of a handoff's distribution in the run's data.
+const SPREAD: [f64; 11] = [
+    1.0, 5.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0,
+];
+
+/// The run's numbers as JSON (`target/bench-compare.json`), which
+/// `bench/plots.py` draws: the rows, the handoff distributions, the renewals.
+fn data(res: &Results) -> serde_json::Value {
+    use serde_json::json;
+    let us = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e6);
+    json!({
+        "floor_p50_us": us(res.floor_p50),
+        "rows": res.rows.iter().map(|r| json!({
+            "system": r.system,
+            "workload": r.workload,
+            "per_sec": r.per_sec,
+            "p50_us": us(r.p50),
+            "p99_us": us(r.p99),
+        })).collect::<Vec<_>>(),
+        "handoff": res.handoff_spread.iter().map(|(system, setup, spread)| json!({
+            "system": system,
+            "setup": setup,
+            "percentiles": spread.iter().map(|(p, d)| json!([p, d.as_secs_f64() * 1e6])).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "renewed": res.renewed.iter().map(|(system, how, r)| {
+            let span = r.span.as_secs_f64();
+            json!({
+                "system": system,
+                "how": how,
+                "leases": r.n,
+                "ttl_s": r.ttl.as_secs_f64(),
+                "client_core": r.client_cpu.as_secs_f64() / span,
+                "server_core": r.server_cpu.as_secs_f64() / span,
+                "client_bytes": r.client_bytes,
+                "server_bytes": r.server_bytes,
+                "lost": r.lost,
+            })
+        }).collect::<Vec<_>>(),
+    })
 }
 
 /// What a plan measures, which decides its rows.
@@ -1237,6 +1289,14 @@ fn main() -> ExitCode {
         );
     } else {
         eprintln!("(written to {})", config.markdown.display());
+    }
+    let json = config.markdown.with_extension("json");
+    match serde_json::to_string_pretty(&data(&res)) {
+        Ok(text) => match std::fs::write(&json, text + "\n") {
+            Ok(()) => eprintln!("(and its numbers to {})", json.display()),
+            Err(e) => eprintln!("compare: could not write {}: {e}", json.display()),
+        },
+        Err(e) => eprintln!("compare: could not encode the numbers: {e}"),
     }
     ExitCode::SUCCESS
 }
