@@ -158,6 +158,14 @@ test('the page shows a held key with its fence, its waiter, a lost holder, and s
   )
   const lag = (await shownAt.jsonValue()) - releasedAt
   assert.ok(lag < 1000, `the grant showed ${lag} ms after the release`)
+  // The handoff was timed: the chart's second with it shows its p50 in µs.
+  await page.waitForFunction(
+    () => Number(document.getElementById('last-handoff')?.textContent) > 0,
+    null,
+    {
+      polling: 'raf',
+    },
+  )
   b.release()
   await a.done
   await b.done

@@ -269,6 +269,14 @@ impl MemoryDriver {
             .collect()
     }
 
+    /// The key lease `lease` holds, if it is held and someone waits for
+    /// it: its release will hand it over.
+    pub fn handover_of(&self, lease: LeaseId) -> Option<crate::driver::KeyName> {
+        let st = self.shared.lock();
+        let name = st.table.holder_by_id(lease)?.name;
+        (st.table.line_len(&name) > 0).then_some(name)
+    }
+
     /// How many leases the store holds now.
     pub fn held(&self) -> usize {
         self.shared.lock().table.held()

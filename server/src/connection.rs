@@ -113,11 +113,13 @@ impl<T: Copy + Unpin, F: Future + Unpin> Future for Tagged<T, F> {
 }
 
 /// A request of this connection waiting in line.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Wait {
     /// Tells this connection's current receiver for the request from older ones.
     generation: u64,
     ttl: Duration,
+    /// The key it waits for (the live page times its handoff).
+    key: KeyName,
 }
 
 /// What a `Hold` asks, past its key.
@@ -398,12 +400,16 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             // An older receiver: the request was answered or claimed since.
             return true;
         }
-        self.waits.remove(&request_id);
+        let Some(wait) = self.waits.remove(&request_id) else {
+            return true;
+        };
         match out {
             Ok(Ok(granted)) => {
                 let wire = WireGrant::from(&granted.grant);
                 self.watch(granted);
-                self.send(&ServerFrame::Granted(wire)).await
+                let sent = self.send(&ServerFrame::Granted(wire)).await;
+                self.shared.live.handed_over(&wait.key);
+                sent
             }
             Ok(Err(e)) => {
                 self.send(&ServerFrame::Failed {
@@ -617,8 +623,9 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 format!("this connection already holds or waits for {limit} keys (--max-keys-per-connection)"),
             ));
         }
+        let name = KeyName::new(self.lock_name(lock), key);
         let request = HoldRequest {
-            name: KeyName::new(self.lock_name(lock), key),
+            name: name.clone(),
             request_id,
             ttl: Some(ttl),
             max_hold,
@@ -647,7 +654,14 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             HoldAnswer::NotHeld => Ok(Reply::NotHeld),
             HoldAnswer::Queued { waiting, ahead } => {
                 let generation = self.next_generation();
-                self.waits.insert(request_id, Wait { generation, ttl });
+                self.waits.insert(
+                    request_id,
+                    Wait {
+                        generation,
+                        ttl,
+                        key: name,
+                    },
+                );
                 self.grants.push(Tagged {
                     tag: (request_id, generation),
                     fut: waiting,
@@ -732,6 +746,12 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
 
     async fn release(&mut self, lease_id: LeaseId) -> leasehold::Result<Reply> {
         self.require_write()?;
+        // Timed from here to the next holder's pushed grant, while a page looks.
+        if self.shared.live.timing_handoffs() {
+            if let Some(key) = self.shared.driver.handover_of(lease_id) {
+                self.shared.live.releasing(key);
+            }
+        }
         if self.held.remove(&lease_id).is_some() {
             self.shared.driver.release(lease_id).await?;
         } else {

@@ -334,6 +334,11 @@ impl LeaseTable {
         self.leases.len()
     }
 
+    /// How many requests wait in the line of `name`.
+    pub fn line_len(&self, name: &KeyName) -> usize {
+        self.keys.get(name).map_or(0, |k| k.line.len())
+    }
+
     /// How many requests wait in lines.
     pub fn waiting(&self) -> usize {
         self.keys.values().map(|k| k.line.len()).sum()

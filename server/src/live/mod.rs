@@ -16,11 +16,13 @@ mod polled;
 mod source;
 mod stream;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use leasehold::driver::KeyName;
 use leasehold::overview::OverviewQuery;
 use leasehold::remote::protocol::Role;
 use serde_json::value::RawValue;
@@ -64,7 +66,23 @@ pub(crate) struct Sample {
     held: usize,
     waiting: usize,
     connections: usize,
+    /// The handoffs of the second (release → the next holder's pushed
+    /// grant written), p50 and slowest, in µs; none without one.
+    handoff_p50_us: Option<u64>,
+    handoff_max_us: Option<u64>,
 }
+
+/// The handoffs being timed while a page is open: the keys released with
+/// someone in line, and how long the handoffs of this second took.
+#[derive(Default)]
+struct Handoffs {
+    started: HashMap<KeyName, Instant>,
+    took: Vec<Duration>,
+}
+
+/// The most handoffs timed at once, and in one second; past them, the
+/// oldest starts are dropped and the rest of the second is not timed.
+const HANDOFFS_KEPT: usize = 10_000;
 
 /// The overviews serialized in one tick, by query.
 #[derive(Default)]
@@ -86,6 +104,9 @@ pub(crate) struct Live {
     /// The overviews serialized this tick, by query: pages that ask the
     /// same share one pass over the store.
     overviews: Mutex<Overviews>,
+    /// Whether a page is open, read on the hot path without a lock.
+    watching: AtomicBool,
+    handoffs: Mutex<Handoffs>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -109,6 +130,8 @@ impl Live {
             pages: Mutex::new(0),
             tick: watch::Sender::new(0),
             overviews: Mutex::new(Overviews::default()),
+            watching: AtomicBool::new(false),
+            handoffs: Mutex::new(Handoffs::default()),
         }
     }
 
@@ -145,9 +168,49 @@ impl Live {
         }
         if *pages == 0 {
             self.source.record_activity(true);
+            self.watching.store(true, Ordering::Relaxed);
         }
         *pages += 1;
         Some(PagePlace(self.clone()))
+    }
+
+    /// Whether handoffs are being timed: while a page is open.
+    pub fn timing_handoffs(&self) -> bool {
+        self.watching.load(Ordering::Relaxed)
+    }
+
+    /// A key with someone in line is being released: its handoff starts.
+    pub fn releasing(&self, key: KeyName) {
+        let mut h = lock(&self.handoffs);
+        if h.started.len() >= HANDOFFS_KEPT {
+            h.started.clear();
+        }
+        h.started.insert(key, Instant::now());
+    }
+
+    /// The grant of `key` was pushed to its next holder: its handoff ends.
+    pub fn handed_over(&self, key: &KeyName) {
+        if !self.timing_handoffs() {
+            return;
+        }
+        let mut h = lock(&self.handoffs);
+        if let Some(at) = h.started.remove(key) {
+            if h.took.len() < HANDOFFS_KEPT {
+                h.took.push(at.elapsed());
+            }
+        }
+    }
+
+    /// The p50 and the slowest handoff since the last call, in µs.
+    fn handoffs_of_the_second(&self) -> (Option<u64>, Option<u64>) {
+        let mut h = lock(&self.handoffs);
+        let stale = Instant::now() - Duration::from_secs(5);
+        h.started.retain(|_, at| *at > stale);
+        let mut took = std::mem::take(&mut h.took);
+        drop(h);
+        took.sort_unstable();
+        let us = |d: &Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+        (took.get(took.len() / 2).map(us), took.last().map(us))
     }
 
     /// Whether a page is open.
@@ -213,6 +276,7 @@ impl Live {
     }
 
     fn sample(&self, last: &Counts, now: &Counts) {
+        let (handoff_p50_us, handoff_max_us) = self.handoffs_of_the_second();
         let sample = Sample {
             t: unix_ms(),
             grants: now.grants.saturating_sub(last.grants),
@@ -221,6 +285,8 @@ impl Live {
             held: now.held,
             waiting: now.waiting,
             connections: lock(&self.connections).len(),
+            handoff_p50_us,
+            handoff_max_us,
         };
         let mut samples = lock(&self.samples);
         if samples.len() == SAMPLES_KEPT {
@@ -239,6 +305,7 @@ impl Drop for PagePlace {
         *pages -= 1;
         if *pages == 0 {
             self.0.source.record_activity(false);
+            self.0.watching.store(false, Ordering::Relaxed);
         }
     }
 }

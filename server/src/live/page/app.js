@@ -83,6 +83,11 @@ function drawCharts(shows) {
     'connections',
     samples.map((s) => s.connections),
   )
+  // A second without a handoff draws as 0.
+  chart(
+    'handoff',
+    samples.map((s) => s.handoff_p50_us ?? 0),
+  )
 }
 
 function applyShows(shows) {
