@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
+import { serve } from './serve.mjs'
 
 const repo = fileURLToPath(new URL('../', import.meta.url))
 const target = process.env.CARGO_TARGET_DIR ?? join(repo, 'target')
@@ -50,24 +51,17 @@ async function measure(pid, seconds) {
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'leasehold-live-load-'))
-const server = spawn(
-  join(target, 'release', 'leasehold'),
-  [
-    'serve',
-    '--listen',
-    '127.0.0.1:0',
-    '--http',
-    '127.0.0.1:0',
-    '--data-dir',
-    join(dir, 'data'),
-    '--max-keys-per-connection',
-    String(KEYS + 2 * CHURN + 10),
-    '--log',
-    'warn',
-  ],
-  { stdio: ['ignore', 'pipe', 'inherit'] },
-)
-const [, http, address] = await line(server, /^http on (\S+)\n(?:.*\n)*?listening on (\S+)$/m)
+const server = await serve(join(target, 'release', 'leasehold'), [
+  '--listen',
+  '127.0.0.1:0',
+  '--http',
+  '127.0.0.1:0',
+  '--data-dir',
+  join(dir, 'data'),
+  '--max-keys-per-connection',
+  String(KEYS + 2 * CHURN + 10),
+])
+const { address, http } = server
 const load = spawn(
   join(target, 'release', 'live_load'),
   [`leasehold://${address}`, String(KEYS), String(CHURN)],
@@ -78,7 +72,7 @@ const load = spawn(
 await line(load, /^ready/m)
 await new Promise((r) => setTimeout(r, 3000))
 
-const idle = await measure(server.pid, WINDOW_S)
+const idle = await measure(server.child.pid, WINDOW_S)
 
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
@@ -89,7 +83,7 @@ await page.goto(`http://${http}/`)
 await page.waitForSelector('body[data-state="live"]')
 await new Promise((r) => setTimeout(r, 2000))
 const framesBefore = Number(await page.evaluate(() => document.body.dataset.frames))
-const watched = await measure(server.pid, WINDOW_S)
+const watched = await measure(server.child.pid, WINDOW_S)
 const framesAfter = Number(await page.evaluate(() => document.body.dataset.frames))
 const footer = await page.locator('#footer').textContent()
 const drawnMs = Number(/drawn in ([\d.]+) ms/.exec(footer)?.[1] ?? NaN)
@@ -114,7 +108,7 @@ const last = JSON.parse(frames[frames.length - 1].split('\ndata: ')[1])
 
 await browser.close()
 load.stdin.end()
-server.kill('SIGTERM')
+server.child.kill('SIGTERM')
 
 const pct = (x) => `${(x * 100).toFixed(1)} %`
 const report = [

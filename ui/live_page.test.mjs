@@ -16,6 +16,7 @@ import { chromium } from 'playwright-core'
 import { startEtcd } from '../bindings-node/test/helpers/etcd.mjs'
 import { postgresUrl } from '../bindings-node/test/helpers/postgres.mjs'
 import { makeCertificates } from '../bindings-node/test/helpers/server.mjs'
+import { serve as serveWith } from './serve.mjs'
 
 const repo = fileURLToPath(new URL('../', import.meta.url))
 const target = process.env.CARGO_TARGET_DIR ?? join(repo, 'target')
@@ -42,31 +43,8 @@ async function ui(args) {
   return { child, http }
 }
 
-/** Starts `leasehold serve` with `args`; resolves once it listens, with its addresses. */
-async function serve(args) {
-  const child = spawn(serverBinary, ['serve', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LEASEHOLD_LOG: 'warn' },
-  })
-  let stderr = ''
-  child.stderr.setEncoding('utf8').on('data', (t) => (stderr += t))
-  const out = await new Promise((resolve, reject) => {
-    let text = ''
-    const timer = setTimeout(() => reject(new Error(`no start: ${stderr}`)), 15_000)
-    child.stdout.setEncoding('utf8').on('data', (t) => {
-      text += t
-      if (/^listening on \S+$/m.test(text)) {
-        clearTimeout(timer)
-        resolve(text)
-      }
-    })
-    child.on('exit', (code) => reject(new Error(`the server exited ${code}: ${stderr}`)))
-  })
-  const address = /^listening on (\S+)$/m.exec(out)[1]
-  const http = /^http on (\S+)$/m.exec(out)[1]
-  const exited = new Promise((resolve) => child.on('exit', resolve))
-  return { child, address, http, exited }
-}
+/** Starts `leasehold serve` with `args`. */
+const serve = (args) => serveWith(serverBinary, args)
 
 /** A holder in Python: holds `key` of lock `live` for 2 s ttl, prints its fence, waits. */
 function pythonHolder(url, key) {

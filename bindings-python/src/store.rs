@@ -308,17 +308,6 @@ fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
     Ok(options.into())
 }
 
-/// What `Store.kind` says of a store connected to `url`.
-fn remote_kind(url: &str) -> &'static str {
-    if leasehold::is_etcd_url(url) {
-        "etcd"
-    } else if leasehold::is_postgres_url(url) {
-        "postgres"
-    } else {
-        "server"
-    }
-}
-
 /// Connects to the store at `url`: the server store (`leasehold://host:port`,
 /// or `leaseholds://` with `ca_pem`, the certificates to trust), etcd
 /// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) or PostgreSQL
@@ -351,7 +340,7 @@ pub fn connect<'py>(
         client_key_pem,
         accept_old_etcd,
     })?;
-    let kind = remote_kind(&url);
+    let kind = leasehold::store_kind(&url);
     loop_driver::awaitable(py, None, Cancel::Drop, async move {
         Store::connect(&url, options)
             .await
@@ -387,7 +376,7 @@ pub fn connect_blocking(
         client_key_pem,
         accept_old_etcd,
     })?;
-    let kind = remote_kind(&url);
+    let kind = leasehold::store_kind(&url);
     // Run as a task of the runtime from the start; Ctrl-C drops it, as
     // cancelling the awaiting task drops `connect`'s.
     let connected = Spawned::on_task(runtime::handle(), Cancel::Drop, async move {

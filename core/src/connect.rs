@@ -14,6 +14,18 @@ pub fn is_postgres_url(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
+/// The kind of store `url` names, as the bindings and the live page call
+/// it: `etcd`, `postgres`, or `server` (our server store).
+pub fn store_kind(url: &str) -> &'static str {
+    if is_etcd_url(url) {
+        "etcd"
+    } else if is_postgres_url(url) {
+        "postgres"
+    } else {
+        "server"
+    }
+}
+
 /// The bound of one try of an etcd call at one member, when neither the
 /// options nor the URL give one: half etcd's default election timeout, so
 /// that a try stuck while a new leader is elected is left soon after the

@@ -510,16 +510,16 @@ impl LeaseTable {
             Some((k, _)) => k.clone(),
             None => KeyRef(Arc::new(req.name.clone())),
         };
+        let ask = Waiter {
+            request_id: req.request_id,
+            ttl: req.ttl,
+            max_hold: req.max_hold,
+            group: req.group,
+            holder,
+            queued_at: self.now,
+        };
         let state = self.keys.entry(key.clone()).or_default();
         if state.holder.is_none() && state.line.is_empty() {
-            let ask = Waiter {
-                request_id: req.request_id,
-                ttl: req.ttl,
-                max_hold: req.max_hold,
-                group: req.group,
-                holder,
-                queued_at: self.now,
-            };
             let grant = self.grant(&key, &ask)?;
             return Ok(HoldAnswer::Granted(grant));
         }
@@ -535,14 +535,7 @@ impl LeaseTable {
                 ),
             ));
         }
-        state.line.push_back(Waiter {
-            request_id: req.request_id,
-            ttl: req.ttl,
-            max_hold: req.max_hold,
-            group: req.group,
-            holder,
-            queued_at: self.now,
-        });
+        state.line.push_back(ask);
         let ahead = state.line.len() - 1;
         self.requests
             .insert(req.request_id, RequestState::Waiting(key));

@@ -36,17 +36,6 @@ pub struct UiArgs {
     pub store: StoreArgs,
 }
 
-/// The page's name of the store at `url`.
-fn store_name(url: &str) -> &'static str {
-    if leasehold::is_etcd_url(url) {
-        "etcd"
-    } else if leasehold::is_postgres_url(url) {
-        "postgres"
-    } else {
-        "server"
-    }
-}
-
 /// Runs `leasehold ui` until SIGTERM or SIGINT: 0 then, 1 when the store
 /// could not be reached or the page not served.
 pub async fn run(args: UiArgs) -> u8 {
@@ -75,7 +64,10 @@ async fn serve(args: UiArgs) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let shutdown = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let source = Arc::new(Polled::new(store.clone(), store_name(&args.store.store)));
+    let source = Arc::new(Polled::new(
+        store.clone(),
+        leasehold::store_kind(&args.store.store),
+    ));
     let live = Arc::new(Live::new(source));
     tracker.spawn(live.clone().run(shutdown.clone()));
     let routes = Routes::ui(live, tokens, shutdown.clone(), tracker.clone());
