@@ -241,6 +241,31 @@ test('with tokens, over TLS, the page shows nothing until given a known token', 
   }
 })
 
+test('the page shows a slot namespace with its slot, node and owner key, never the instance', async () => {
+  const page = await browser.newPage()
+  await page.goto(`http://${ports.http}/`)
+  await page.waitForSelector('body[data-state="live"]')
+  const store = await leasehold.connect(`leasehold://${ports.listen}`)
+  const slots = store.slots('order-ids', { limit: 8, offset: 100 })
+  const lease = await slots.acquire(new leasehold.Owner('order-service', 'secret-instance'))
+  assert.ok(lease, 'a slot was free')
+  const section = page.locator('#namespaces')
+  await section.locator('h3').filter({ hasText: 'order-ids · 8 slots from node 100' }).waitFor()
+  const row = section.locator('tbody tr').filter({ hasText: 'order-service' })
+  await row.waitFor()
+  const cells = await row.locator('td').allTextContents()
+  assert.deepEqual(cells.slice(0, 4), [
+    String(lease.slot),
+    String(lease.node),
+    'order-service',
+    String(lease.fence),
+  ])
+  assert.equal((await section.textContent()).includes('secret-instance'), false)
+  await slots.release(lease, 0)
+  await store.close()
+  await page.close()
+})
+
 for (const store of ['etcd', 'postgres']) {
   test(`leasehold ui shows what it can read of a store on ${store}`, async () => {
     const etcd = store === 'etcd' ? await startEtcd() : null
