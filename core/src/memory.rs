@@ -269,6 +269,11 @@ impl MemoryDriver {
             .collect()
     }
 
+    /// The key lease `lease` holds, if it is held.
+    pub fn key_of(&self, lease: LeaseId) -> Option<crate::driver::KeyName> {
+        Some(self.shared.lock().table.holder_by_id(lease)?.name)
+    }
+
     /// The key lease `lease` holds, if it is held and someone waits for
     /// it: its release will hand it over.
     pub fn handover_of(&self, lease: LeaseId) -> Option<crate::driver::KeyName> {

@@ -113,13 +113,11 @@ impl<T: Copy + Unpin, F: Future + Unpin> Future for Tagged<T, F> {
 }
 
 /// A request of this connection waiting in line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Wait {
     /// Tells this connection's current receiver for the request from older ones.
     generation: u64,
     ttl: Duration,
-    /// The key it waits for (the live page times its handoff).
-    key: KeyName,
 }
 
 /// What a `Hold` asks, past its key.
@@ -400,15 +398,19 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             // An older receiver: the request was answered or claimed since.
             return true;
         }
-        let Some(wait) = self.waits.remove(&request_id) else {
-            return true;
-        };
+        self.waits.remove(&request_id);
         match out {
             Ok(Ok(granted)) => {
                 let wire = WireGrant::from(&granted.grant);
+                let lease_id = granted.grant.lease_id;
                 self.watch(granted);
                 let sent = self.send(&ServerFrame::Granted(wire)).await;
-                self.shared.live.handed_over(&wait.key);
+                // The end of a handoff a page times (see `release`).
+                if self.shared.live.watched() {
+                    if let Some(key) = self.shared.driver.key_of(lease_id) {
+                        self.shared.live.handed_over(&key);
+                    }
+                }
                 sent
             }
             Ok(Err(e)) => {
@@ -623,9 +625,8 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 format!("this connection already holds or waits for {limit} keys (--max-keys-per-connection)"),
             ));
         }
-        let name = KeyName::new(self.lock_name(lock), key);
         let request = HoldRequest {
-            name: name.clone(),
+            name: KeyName::new(self.lock_name(lock), key),
             request_id,
             ttl: Some(ttl),
             max_hold,
@@ -654,14 +655,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             HoldAnswer::NotHeld => Ok(Reply::NotHeld),
             HoldAnswer::Queued { waiting, ahead } => {
                 let generation = self.next_generation();
-                self.waits.insert(
-                    request_id,
-                    Wait {
-                        generation,
-                        ttl,
-                        key: name,
-                    },
-                );
+                self.waits.insert(request_id, Wait { generation, ttl });
                 self.grants.push(Tagged {
                     tag: (request_id, generation),
                     fut: waiting,
@@ -747,7 +741,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
     async fn release(&mut self, lease_id: LeaseId) -> leasehold::Result<Reply> {
         self.require_write()?;
         // Timed from here to the next holder's pushed grant, while a page looks.
-        if self.shared.live.timing_handoffs() {
+        if self.shared.live.watched() {
             if let Some(key) = self.shared.driver.handover_of(lease_id) {
                 self.shared.live.releasing(key);
             }

@@ -66,10 +66,9 @@ pub(crate) struct Sample {
     held: usize,
     waiting: usize,
     connections: usize,
-    /// The handoffs of the second (release → the next holder's pushed
-    /// grant written), p50 and slowest, in µs; none without one.
+    /// The p50 of the second's handoffs (release → the next holder's
+    /// pushed grant written), in µs; none without one.
     handoff_p50_us: Option<u64>,
-    handoff_max_us: Option<u64>,
 }
 
 /// The handoffs being timed while a page is open: the keys released with
@@ -99,13 +98,13 @@ pub(crate) struct Live {
     samples: Mutex<VecDeque<Sample>>,
     /// How many pages are open; the store records its activity while any is.
     pages: Mutex<usize>,
+    /// Whether a page is open (`pages` > 0), read on hot paths without a lock.
+    watching: AtomicBool,
     /// The number of the last tick; streams wait for it to change.
     tick: watch::Sender<u64>,
     /// The overviews serialized this tick, by query: pages that ask the
     /// same share one pass over the store.
     overviews: Mutex<Overviews>,
-    /// Whether a page is open, read on the hot path without a lock.
-    watching: AtomicBool,
     handoffs: Mutex<Handoffs>,
 }
 
@@ -174,11 +173,6 @@ impl Live {
         Some(PagePlace(self.clone()))
     }
 
-    /// Whether handoffs are being timed: while a page is open.
-    pub fn timing_handoffs(&self) -> bool {
-        self.watching.load(Ordering::Relaxed)
-    }
-
     /// A key with someone in line is being released: its handoff starts.
     pub fn releasing(&self, key: KeyName) {
         let mut h = lock(&self.handoffs);
@@ -190,9 +184,6 @@ impl Live {
 
     /// The grant of `key` was pushed to its next holder: its handoff ends.
     pub fn handed_over(&self, key: &KeyName) {
-        if !self.timing_handoffs() {
-            return;
-        }
         let mut h = lock(&self.handoffs);
         if let Some(at) = h.started.remove(key) {
             if h.took.len() < HANDOFFS_KEPT {
@@ -201,8 +192,8 @@ impl Live {
         }
     }
 
-    /// The p50 and the slowest handoff since the last call, in µs.
-    fn handoffs_of_the_second(&self) -> (Option<u64>, Option<u64>) {
+    /// The p50 of the handoffs since the last call, in µs.
+    fn handoffs_of_the_second(&self) -> Option<u64> {
         let mut h = lock(&self.handoffs);
         let stale = Instant::now() - Duration::from_secs(5);
         h.started.retain(|_, at| *at > stale);
@@ -210,12 +201,12 @@ impl Live {
         drop(h);
         took.sort_unstable();
         let us = |d: &Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-        (took.get(took.len() / 2).map(us), took.last().map(us))
+        took.get(took.len() / 2).map(us)
     }
 
-    /// Whether a page is open.
-    fn watched(&self) -> bool {
-        *lock(&self.pages) > 0
+    /// Whether a page is open: the activity is recorded, handoffs timed.
+    pub fn watched(&self) -> bool {
+        self.watching.load(Ordering::Relaxed)
     }
 
     /// The store's overview for `query`, as JSON: made at most once a tick
@@ -276,7 +267,7 @@ impl Live {
     }
 
     fn sample(&self, last: &Counts, now: &Counts) {
-        let (handoff_p50_us, handoff_max_us) = self.handoffs_of_the_second();
+        let handoff_p50_us = self.handoffs_of_the_second();
         let sample = Sample {
             t: unix_ms(),
             grants: now.grants.saturating_sub(last.grants),
@@ -286,7 +277,6 @@ impl Live {
             waiting: now.waiting,
             connections: lock(&self.connections).len(),
             handoff_p50_us,
-            handoff_max_us,
         };
         let mut samples = lock(&self.samples);
         if samples.len() == SAMPLES_KEPT {
