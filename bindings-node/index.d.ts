@@ -115,6 +115,8 @@ export interface ConnectOptions {
   acceptOldEtcd?: boolean
   /** How long one connection attempt may take (5 s by default). */
   connectTimeout?: Duration
+  /** What this client is called where the store shows its holders: the server store's live page, PostgreSQL's `application_name` (at most 128 bytes, no control characters). */
+  clientName?: string
   /** Aborting it gives up connecting (`CANCELLED`; a store that connects later is closed at once). */
   signal?: AbortSignal
 }

@@ -75,7 +75,7 @@ bench-node-ids:
 # The addon from `make check`'s one debug build (CHECK_NATIVE, with the
 # Python module and the server: one set of features, so the core builds
 # once); the tests that need etcd or PostgreSQL are `make node-test`'s.
-NODE_CHECK_IGNORED := etcd.test.mjs etcd-faults.test.mjs fencing.test.mjs
+NODE_CHECK_IGNORED := etcd.test.mjs etcd-faults.test.mjs fencing.test.mjs postgres.test.mjs
 check-node: node-lint
 	$(CARGO) build --locked -q $(CHECK_NATIVE)
 	cp $(CARGO_TARGET_DIR)/debug/libleasehold_node.so $(NODE_ADDON)

@@ -79,7 +79,7 @@ bench-python: python-install
 # (in $(PY_DEV), first on PYTHONPATH, so it wins over the installed one);
 # the tests that need etcd or PostgreSQL are `make python-test`'s.
 PY_DEV := $(CARGO_TARGET_DIR)/python/dev
-PY_CHECK_IGNORED := tests/test_etcd.py tests/test_etcd_faults.py tests/test_fencing.py
+PY_CHECK_IGNORED := tests/test_etcd.py tests/test_etcd_faults.py tests/test_fencing.py tests/test_postgres.py
 check-python: python-lint
 	$(CARGO) build --locked -q $(CHECK_NATIVE)
 	rm -rf $(PY_DEV) && mkdir -p $(PY_DEV)/leasehold

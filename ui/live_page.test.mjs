@@ -46,12 +46,12 @@ async function ui(args) {
 /** Starts `leasehold serve` with `args`. */
 const serve = (args) => serveWith(serverBinary, args)
 
-/** A holder in Python: holds `key` of lock `live` for 2 s ttl, prints its fence, waits. */
+/** A holder in Python, named `python-<key>`: holds `key` of lock `live` for 2 s ttl, prints its fence, waits. */
 function pythonHolder(url, key) {
   const script = [
     'import asyncio, sys, leasehold',
     'async def main():',
-    '    store = await leasehold.connect(sys.argv[1])',
+    '    store = await leasehold.connect(sys.argv[1], client_name="python-" + sys.argv[2])',
     '    async with store.lock("live", ttl="2s").hold(sys.argv[2]) as lease:',
     '        print(lease.fence, flush=True)',
     '        await asyncio.sleep(3600)',
@@ -109,13 +109,17 @@ test('the page shows a held key with its fence, its waiter, a lost holder, and s
   await page.waitForSelector('body[data-state="live"]')
   const url = `leasehold://${ports.listen}`
 
-  // A key held by the test appears with its fence and its holder's connection.
-  const first = await leasehold.connect(url)
+  // A key held by the test appears with its fence and its holder's name and
+  // connection (the second holder gives no name).
+  const first = await leasehold.connect(url, { clientName: 'node-first' })
   const second = await leasehold.connect(url)
   const a = nodeHolder(first, 'node-key')
   const fenceA = await a.fence
   await assert.doesNotReject(cell(page, 'node-key', 'fence').filter({ hasText: fenceA }).waitFor())
-  assert.match(await cell(page, 'node-key', 'holder').textContent(), /^#\d+ 127\.0\.0\.1:\d+$/)
+  assert.match(
+    await cell(page, 'node-key', 'holder').textContent(),
+    /^node-first #\d+ 127\.0\.0\.1:\d+$/,
+  )
 
   // A waiter appears in the key's line, and is gone within a second of its grant.
   const b = nodeHolder(second, 'node-key')
@@ -136,6 +140,7 @@ test('the page shows a held key with its fence, its waiter, a lost holder, and s
   )
   const lag = (await shownAt.jsonValue()) - releasedAt
   assert.ok(lag < 1000, `the grant showed ${lag} ms after the release`)
+  assert.match(await cell(page, 'node-key', 'holder').textContent(), /^#\d+ 127\.0\.0\.1:\d+$/)
   // The handoff was timed: the chart's second with it shows its p50 in µs.
   await page.waitForFunction(
     () => Number(document.getElementById('last-handoff')?.textContent) > 0,
@@ -152,11 +157,15 @@ test('the page shows a held key with its fence, its waiter, a lost holder, and s
   const py = pythonHolder(url, 'py-key')
   const pyFence = await py.fence
   await cell(page, 'py-key', 'fence').filter({ hasText: pyFence }).waitFor()
+  assert.match(await cell(page, 'py-key', 'holder').textContent(), /^python-py-key #\d+ /)
   await page.screenshot({ path: join(target, 'live-page.png'), fullPage: true })
   py.child.kill('SIGKILL')
-  await page
-    .locator('#events li[data-kind="lost"][data-key="py-key"][data-reason="expired"]')
-    .waitFor({ timeout: 15_000 })
+  const lost = page.locator(
+    '#events li[data-kind="lost"][data-key="py-key"][data-reason="expired"]',
+  )
+  await lost.waitFor({ timeout: 15_000 })
+  // Its connection is gone by then; the event still names it.
+  assert.match(await lost.textContent(), /by python-py-key #\d+/)
   await cell(page, 'py-key', 'fence').waitFor({ state: 'detached' })
 
   // The page stays connected across a restart: it reconnects to the new

@@ -68,6 +68,10 @@ func TestErr03BadInputFailsWithACode(t *testing.T) {
 	_, _, err = store.TryLock(ctx, "x\x80", time.Minute)
 	check("invalid UTF-8 lease name", err, ErrInvalidArgument)
 	check("a panic inside the library", panicInLibrary(), ErrInternal)
+	for _, name := range []string{"two\nlines", strings.Repeat("x", 129)} {
+		_, err = Connect(ctx, "leasehold://127.0.0.1:1", ClientName(name))
+		check("a bad client name", err, ErrInvalidArgument)
+	}
 
 	err = lock.Hold(ctx, "k", func(ctx context.Context, lease *Lease) error {
 		check("Extend of a held lease", lease.Extend(ctx, time.Minute), ErrInvalidArgument)

@@ -29,6 +29,7 @@ type settings struct {
 	layout                     *IDLayout
 	maxLead                    *time.Duration
 	ownerKey                   *string
+	clientName                 *string
 }
 
 // TTL: how long a lease lasts without renewal, 1 s to 1 h, 10 s when not
@@ -87,6 +88,13 @@ func ClientCert(certPEM, keyPEM []byte) Option {
 // refuses otherwise (DIST-08; docs/etcd.md).
 func AcceptOldEtcd() Option {
 	return Option{"AcceptOldEtcd", func(s *settings) { s.acceptOldEtcd = true }}
+}
+
+// ClientName is what this client is called where the store shows its
+// holders: the server store's live page, PostgreSQL's application_name (at
+// most 128 bytes, no control characters).
+func ClientName(name string) Option {
+	return Option{"ClientName", func(s *settings) { s.clientName = &name }}
 }
 
 // collect applies opts for call, refusing an option not among allowed.

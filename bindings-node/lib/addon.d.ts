@@ -200,6 +200,7 @@ export interface NativeConnectOptions {
   clientKeyPem?: string
   acceptOldEtcd: boolean
   connectTimeout?: number | string
+  clientName?: string
 }
 
 export interface Native {

@@ -271,6 +271,7 @@ async function connect(url, options) {
     'clientKey',
     'acceptOldEtcd',
     'connectTimeout',
+    'clientName',
     'signal',
   ])
   const tls = args.options('tls', given.tls, ['ca'])
@@ -284,6 +285,7 @@ async function connect(url, options) {
     clientKeyPem: pem('clientKey', given.clientKey) ?? undefined,
     acceptOldEtcd: args.flag('acceptOldEtcd', given.acceptOldEtcd),
     connectTimeout: args.duration('connectTimeout', given.connectTimeout) ?? undefined,
+    clientName: args.optionalString('clientName', given.clientName) ?? undefined,
   }
   const signal = args.signal(given.signal)
   const store = await cancellable(

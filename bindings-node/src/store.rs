@@ -73,6 +73,8 @@ pub struct NativeConnectOptions {
     pub accept_old_etcd: Option<bool>,
     /// How long one connection attempt may take.
     pub connect_timeout: Option<JsDuration>,
+    /// What this client is called where the store shows its holders.
+    pub client_name: Option<String>,
 }
 
 /// Connects to the store at `url`: the server store (`leasehold://host:port`,

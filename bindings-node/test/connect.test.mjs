@@ -68,6 +68,13 @@ describe('store.holders', () => {
     await assert.rejects(connect(server.url, { token: 5 }), { code: 'INVALID_ARGUMENT' })
     await assert.rejects(connect(server.url, { tls: { ca: 5 } }), { code: 'INVALID_ARGUMENT' })
     await assert.rejects(connect(server.url, { connectTimeout: 'never' }), { code: 'INVALID_TTL' })
+    await assert.rejects(connect(server.url, { clientName: 5 }), { code: 'INVALID_ARGUMENT' })
+    for (const clientName of ['two\nlines', 'x'.repeat(129)]) {
+      await assert.rejects(connect(server.url, { clientName }), {
+        code: 'INVALID_ARGUMENT',
+        message: /the client name/,
+      })
+    }
   })
 })
 

@@ -26,6 +26,26 @@ pub fn store_kind(url: &str) -> &'static str {
     }
 }
 
+/// The longest [`ConnectOptions::client_name`], in bytes.
+pub const CLIENT_NAME_MAX: usize = 128;
+
+/// Checks a client's name: `InvalidArgument` when it is longer than
+/// [`CLIENT_NAME_MAX`] bytes or holds a control character. (An empty name
+/// is no name: every binding passes it so.)
+pub fn check_client_name(name: &str) -> crate::Result<()> {
+    let why = if name.len() > CLIENT_NAME_MAX {
+        "is longer than 128 bytes"
+    } else if name.chars().any(char::is_control) {
+        "holds a control character"
+    } else {
+        return Ok(());
+    };
+    Err(crate::Error::new(
+        crate::ErrorKind::InvalidArgument,
+        format!("the client name {why}"),
+    ))
+}
+
 /// The bound of one try of an etcd call at one member, when neither the
 /// options nor the URL give one: half etcd's default election timeout, so
 /// that a try stuck while a new leader is elected is left soon after the
@@ -89,6 +109,12 @@ pub struct ConnectOptions {
     pub attempt_timeout: Duration,
     /// The largest frame this client sends or accepts (server store).
     pub max_frame: usize,
+    /// What this client is called where the store shows its holders: the
+    /// server store's live page and `leasehold ls`, PostgreSQL's
+    /// `application_name` (unless the URL gives one); etcd keeps no name.
+    /// At most [`CLIENT_NAME_MAX`] bytes, no control characters; empty is
+    /// no name.
+    pub client_name: Option<String>,
 }
 
 impl Default for ConnectOptions {
@@ -104,6 +130,7 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(5),
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             max_frame: crate::remote::protocol::DEFAULT_MAX_FRAME,
+            client_name: None,
         }
     }
 }
@@ -145,9 +172,35 @@ impl ConnectOptions {
         self
     }
 
+    /// Shown as `name` where the store shows its holders.
+    pub fn client_name(mut self, name: impl Into<String>) -> ConnectOptions {
+        self.client_name = Some(name.into());
+        self
+    }
+
     /// Accepting an etcd older than DIST-08's minimum versions.
     pub fn accept_old_etcd(mut self, accept: bool) -> ConnectOptions {
         self.accept_old_etcd = accept;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ErrorKind, Store};
+
+    #[tokio::test]
+    async fn a_bad_client_name_fails_before_connecting() {
+        assert!(check_client_name("billing worker 3").is_ok());
+        assert!(check_client_name(&"é".repeat(64)).is_ok());
+        for bad in ["two\nlines".to_owned(), "x".repeat(129), "é".repeat(65)] {
+            let options = ConnectOptions::default().client_name(bad);
+            let refused = Store::connect("leasehold://127.0.0.1:1", options).await;
+            assert_eq!(
+                refused.err().map(|e| e.kind()),
+                Some(ErrorKind::InvalidArgument)
+            );
+        }
     }
 }

@@ -62,7 +62,9 @@ pub mod table;
 #[cfg(not(feature = "internals"))]
 mod table;
 
-pub use connect::{is_etcd_url, is_postgres_url, store_kind, ConnectOptions};
+pub use connect::{
+    check_client_name, is_etcd_url, is_postgres_url, store_kind, ConnectOptions, CLIENT_NAME_MAX,
+};
 pub use engine::{HoldOptions, Holding};
 pub use error::{Error, ErrorKind, Result};
 pub use held::{Held, HeldView};

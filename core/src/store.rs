@@ -141,7 +141,11 @@ impl Store {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn connect(url: &str, options: ConnectOptions) -> Result<Store> {
+    pub async fn connect(url: &str, mut options: ConnectOptions) -> Result<Store> {
+        if let Some(name) = &options.client_name {
+            crate::connect::check_client_name(name)?;
+        }
+        options.client_name = options.client_name.filter(|n| !n.is_empty());
         let runtime = runtime::current_or_global();
         if crate::connect::is_etcd_url(url) {
             #[cfg(feature = "etcd")]

@@ -11,7 +11,7 @@
 
 // The version of the ABI: the header's `LH_ABI_VERSION` must equal
 // [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-#define LH_ABI_VERSION 4
+#define LH_ABI_VERSION 5
 
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
 #define LH_CODE_COUNT 17
@@ -419,6 +419,11 @@ typedef struct {
   // Opens an etcd older than the releases that fixed the bugs DIST-08
   // names (refused when false).
   bool accept_old_etcd;
+  // What this client is called where the store shows its holders (the
+  // server store's live page, PostgreSQL's `application_name`).
+  const uint8_t *client_name;
+  // The length of `client_name`.
+  size_t client_name_len;
 } lh_connect_options;
 
 #if defined(LEASEHOLD_TESTING)

@@ -94,7 +94,7 @@ pub use testing::{
 
 /// The version of the ABI: the header's `LH_ABI_VERSION` must equal
 /// [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-pub const LH_ABI_VERSION: u32 = 4;
+pub const LH_ABI_VERSION: u32 = 5;
 
 /// The ABI version this library implements (compare with `LH_ABI_VERSION`).
 #[no_mangle]

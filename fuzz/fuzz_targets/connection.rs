@@ -166,10 +166,15 @@ fn admitted(setup: &Setup, first: Option<&BytesMut>) -> Option<Role> {
     if first.len() > MAX_HELLO {
         return None;
     }
-    let Ok(ClientFrame::Hello { version, token }) = protocol::decode(first) else {
+    let Ok(ClientFrame::Hello {
+        version,
+        token,
+        name,
+    }) = protocol::decode(first)
+    else {
         return None;
     };
-    if version != VERSION {
+    if version != VERSION || name.is_some_and(|n| leasehold::check_client_name(&n).is_err()) {
         return None;
     }
     if !setup.tokens {

@@ -192,13 +192,15 @@ pub(crate) async fn serve<S>(
     mut frames: Frames<S>,
     wr: WriteHalf<S>,
     peer: SocketAddr,
-    admitted: Admitted,
+    mut admitted: Admitted,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let id = shared.connection_id();
     shared.metrics.connections.inc();
-    shared.live.connected(id, peer, admitted.role);
+    shared
+        .live
+        .connected(id, peer, admitted.role, admitted.name.take());
     tracing::debug!(connection = id, %peer, "connection opened");
     let mut sink = FramedWrite::new(wr, outbound_codec());
     sink.set_backpressure_boundary(WRITE_BUFFER);

@@ -42,6 +42,8 @@ const DRAIN_BYTES: usize = 64 * 1024;
 pub(crate) struct Admitted {
     /// What its token admits it to.
     pub role: Role,
+    /// What the client calls itself (`ConnectOptions::client_name`).
+    pub name: Option<String>,
     _place: OwnedSemaphorePermit,
     _tenancy: Option<Tenancy>,
 }
@@ -121,7 +123,7 @@ pub(crate) async fn serve<S>(
     };
     // Past its hello, it holds no handshake place.
     drop(handshake);
-    match hello.and_then(|(role, token)| admit(&shared, role, token)) {
+    match hello.and_then(|said| admit(&shared, said)) {
         Ok(admitted) => {
             frames
                 .decoder_mut()
@@ -133,11 +135,19 @@ pub(crate) async fn serve<S>(
     }
 }
 
-/// Reads the hello: the role it admits to and its token's number.
+/// What a good hello said: the role it admits to, its token's number and
+/// the client's name.
+struct Said {
+    role: Role,
+    token: Option<usize>,
+    name: Option<String>,
+}
+
+/// Reads the hello.
 async fn hello<S: AsyncRead>(
     shared: &ServerContextRef,
     frames: &mut Frames<S>,
-) -> Result<(Role, Option<usize>), Refused> {
+) -> Result<Said, Refused> {
     let first = match frames.next().await {
         None => return Err(Refused::silent()),
         Some(Err(e)) => {
@@ -152,23 +162,43 @@ async fn hello<S: AsyncRead>(
         }
         Some(Ok(bytes)) => bytes,
     };
-    let (version, token) = match protocol::decode::<ClientFrame>(&first) {
-        Err(e) => return Err(Refused::bad_hello(e.message())),
+    let other_version = |version: u16| {
+        Refused::bad_hello(format!(
+            "protocol version {version} is not spoken here; this server speaks {VERSION}"
+        ))
+    };
+    let (token, name) = match protocol::decode::<ClientFrame>(&first) {
+        Err(e) => {
+            return Err(match protocol::hello_version(&first) {
+                Some(version) if version != VERSION => other_version(version),
+                _ => Refused::bad_hello(e.message()),
+            })
+        }
         Ok(ClientFrame::Request { .. }) => {
             return Err(Refused::bad_hello("the first frame must be Hello"))
         }
-        Ok(ClientFrame::Hello { version, token }) => (version, token),
+        Ok(ClientFrame::Hello { version, .. }) if version != VERSION => {
+            return Err(other_version(version))
+        }
+        Ok(ClientFrame::Hello { token, name, .. }) => (token, name),
     };
-    if version != VERSION {
-        return Err(Refused::bad_hello(format!(
-            "protocol version {version} is not spoken here; this server speaks {VERSION}"
-        )));
+    if let Some(name) = &name {
+        leasehold::check_client_name(name).map_err(|e| Refused::bad_hello(e.message()))?;
     }
+    let name = name.filter(|n| !n.is_empty());
     let Some(tokens) = &shared.tokens else {
-        return Ok((Role::Write, None));
+        return Ok(Said {
+            role: Role::Write,
+            token: None,
+            name,
+        });
     };
     match token.as_deref().map(|t| tokens.find(t)) {
-        Some(Some((role, number))) => Ok((role, Some(number))),
+        Some(Some((role, number))) => Ok(Said {
+            role,
+            token: Some(number),
+            name,
+        }),
         Some(None) => Err(Refused::new(
             ErrorKind::Unauthenticated,
             "the token is not one this server accepts",
@@ -184,8 +214,8 @@ async fn hello<S: AsyncRead>(
 
 /// Takes the places of a connection that said hello: its token's, then the
 /// server's.
-fn admit(shared: &ServerContextRef, role: Role, token: Option<usize>) -> Result<Admitted, Refused> {
-    let tenancy = match token {
+fn admit(shared: &ServerContextRef, said: Said) -> Result<Admitted, Refused> {
+    let tenancy = match said.token {
         None => None,
         Some(number) => Some(shared.tenants.enter(number).ok_or_else(|| {
             Refused::new(
@@ -209,7 +239,8 @@ fn admit(shared: &ServerContextRef, role: Role, token: Option<usize>) -> Result<
         )
     })?;
     Ok(Admitted {
-        role,
+        role: said.role,
+        name: said.name,
         _place: place,
         _tenancy: tenancy,
     })

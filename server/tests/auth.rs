@@ -147,6 +147,7 @@ async fn tls_connections_are_served() {
         .send(&leasehold::remote::protocol::ClientFrame::Hello {
             version: leasehold::remote::protocol::VERSION,
             token: None,
+            name: None,
         })
         .await;
     assert!(plain.recv().await.is_none());

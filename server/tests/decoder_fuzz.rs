@@ -13,10 +13,12 @@ fn seeds() -> Vec<Vec<u8>> {
         ClientFrame::Hello {
             version: VERSION,
             token: Some("writer-token".into()),
+            name: None,
         },
         ClientFrame::Hello {
             version: VERSION,
             token: None,
+            name: Some("worker 7".into()),
         },
         ClientFrame::Request {
             id: 1,

@@ -17,6 +17,7 @@ fn hello(token: Option<&str>) -> ClientFrame {
     ClientFrame::Hello {
         version: VERSION,
         token: token.map(str::to_owned),
+        name: None,
     }
 }
 
@@ -171,6 +172,7 @@ fn connection(seeds: &mut BTreeMap<String, Vec<u8>>) {
         vec![ClientFrame::Hello {
             version: VERSION + 1,
             token: None,
+            name: None,
         }],
         vec![request(1, Request::Ping)],
         vec![hello(None), hello(None)],

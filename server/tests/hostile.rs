@@ -88,8 +88,9 @@ async fn err_02_an_oversized_frame_gets_a_protocol_goodbye() {
     still_works(&mut bystander, "after-oversized").await;
 }
 
-// ERR-02: a request before the hello, a second hello, and a hello of another
-// protocol version each get Goodbye(Protocol).
+// ERR-02: a request before the hello, a second hello, a hello of another
+// protocol version (a newer or an older one) and a hello with a bad client
+// name each get Goodbye(Protocol).
 #[tokio::test]
 async fn err_02_untimely_frames_get_a_protocol_goodbye() {
     let dir = data_dir();
@@ -120,6 +121,7 @@ async fn err_02_untimely_frames_get_a_protocol_goodbye() {
         .send(&ClientFrame::Hello {
             version: protocol::VERSION + 1,
             token: None,
+            name: None,
         })
         .await;
     assert_eq!(future.goodbye().await.code, "Protocol");
@@ -127,6 +129,32 @@ async fn err_02_untimely_frames_get_a_protocol_goodbye() {
     let mut empty = Client::connect(server.addr).await;
     empty.send_payload(&[]).await;
     assert_eq!(empty.goodbye().await.code, "Protocol");
+
+    // A version-3 hello (no name) does not decode as this version's, but
+    // its goodbye still names the version.
+    let mut older = Client::connect(server.addr).await;
+    older.send_payload(&[0, 3, 0]).await;
+    let bye = older.goodbye().await;
+    assert_eq!(bye.code, "Protocol");
+    assert!(
+        bye.message
+            .contains("protocol version 3 is not spoken here"),
+        "{bye:?}"
+    );
+
+    let mut misnamed = Client::connect(server.addr).await;
+    misnamed
+        .send(&ClientFrame::Hello {
+            version: protocol::VERSION,
+            token: None,
+            name: Some("two\nlines".into()),
+        })
+        .await;
+    let bye = misnamed.goodbye().await;
+    assert_eq!(
+        (bye.code.as_str(), bye.message.as_str()),
+        ("Protocol", "the client name holds a control character")
+    );
 
     // Nothing the early request asked for was granted.
     still_works(&mut bystander, "k").await;
@@ -312,6 +340,7 @@ async fn err_05_the_hello_timeout_bounds_the_whole_hello() {
     let hello = protocol::encode(&ClientFrame::Hello {
         version: protocol::VERSION,
         token: Some("t".repeat(40)),
+        name: None,
     })
     .unwrap();
     let mut framed = (hello.len() as u32).to_be_bytes().to_vec();

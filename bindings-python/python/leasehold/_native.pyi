@@ -386,6 +386,7 @@ def connect(
     client_cert_pem: bytes | None = None,
     client_key_pem: bytes | None = None,
     accept_old_etcd: bool = False,
+    client_name: str | None = None,
 ) -> Awaitable[Store]: ...
 def connect_blocking(
     url: str,
@@ -396,6 +397,7 @@ def connect_blocking(
     client_cert_pem: bytes | None = None,
     client_key_pem: bytes | None = None,
     accept_old_etcd: bool = False,
+    client_name: str | None = None,
 ) -> Store: ...
 def memory_with(clock: VirtualClock, renewal: bool = False, push: bool = True) -> Store: ...
 def parse_duration(value: Duration) -> float: ...

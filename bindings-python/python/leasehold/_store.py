@@ -268,6 +268,7 @@ async def connect(
     client_cert: Pem | None = None,
     client_key: Pem | None = None,
     accept_old_etcd: bool = False,
+    client_name: str | None = None,
 ) -> Store:
     """Connects to the store at ``url``: the server store
     (``leasehold://host:port``, or ``leaseholds://host:port`` with ``tls``,
@@ -277,7 +278,10 @@ async def connect(
     (``postgres://user@h1,h2/db``; PG-01, docs/postgres.md) as ``user``
     with ``password``, presenting ``client_cert`` and ``client_key`` (PEM
     bytes or paths).
-    ``accept_old_etcd`` opens an etcd older than DIST-08's minimum versions."""
+    ``accept_old_etcd`` opens an etcd older than DIST-08's minimum versions.
+    ``client_name`` is what this client is called where the store shows its
+    holders: the server store's live page, PostgreSQL's ``application_name``
+    (at most 128 bytes, no control characters)."""
     return Store(
         await _native.connect(
             url,
@@ -288,6 +292,7 @@ async def connect(
             _pem(client_cert, "client_cert"),
             _pem(client_key, "client_key"),
             accept_old_etcd,
+            client_name,
         )
     )
 
@@ -302,6 +307,7 @@ def connect_blocking(
     client_cert: Pem | None = None,
     client_key: Pem | None = None,
     accept_old_etcd: bool = False,
+    client_name: str | None = None,
 ) -> Store:
     """:func:`connect` for code without an event loop."""
     return Store(
@@ -314,5 +320,6 @@ def connect_blocking(
             _pem(client_cert, "client_cert"),
             _pem(client_key, "client_key"),
             accept_old_etcd,
+            client_name,
         )
     )

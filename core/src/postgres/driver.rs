@@ -181,7 +181,7 @@ fn with_options(config: &mut tokio_postgres::Config, options: &ConnectOptions) {
         config.connect_timeout(options.connect_timeout);
     }
     if config.get_application_name().is_none() {
-        config.application_name("leasehold");
+        config.application_name(options.client_name.as_deref().unwrap_or("leasehold"));
     }
     config.keepalives_idle(Duration::from_secs(10));
 }

@@ -152,6 +152,7 @@ async fn attempt(
         let hello = ClientFrame::Hello {
             version: protocol::VERSION,
             token: options.token.clone(),
+            name: options.client_name.clone(),
         };
         frames
             .send(Bytes::from(protocol::encode(&hello)?))

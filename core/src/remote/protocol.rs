@@ -19,7 +19,7 @@ use crate::slots::{Owner, SlotLease, SlotRequest};
 use crate::table::{GiveUp, Grant};
 
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 3;
+pub const VERSION: u16 = 4;
 
 /// The largest frame either side accepts unless configured otherwise.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
@@ -53,6 +53,9 @@ pub enum ClientFrame {
         version: u16,
         /// The client's token, when the server requires one.
         token: Option<String>,
+        /// What the client is called on the live page and in `leasehold ls`
+        /// (`ConnectOptions::client_name`).
+        name: Option<String>,
     },
     /// A request; the server's [`ServerFrame::Reply`] carries the same id.
     Request {
@@ -400,6 +403,21 @@ pub fn encode<T: Serialize>(frame: &T) -> Result<Vec<u8>, Error> {
     postcard::to_stdvec(frame).map_err(|e| Error::new(ErrorKind::Internal, format!("encode: {e}")))
 }
 
+/// The version a client's first frame says it speaks, when the frame begins
+/// as a `Hello` of any version does (the variant, then the version), though
+/// the rest may not decode: the server's answer to an older client names
+/// the versions.
+pub fn hello_version(bytes: &[u8]) -> Option<u16> {
+    #[derive(Deserialize)]
+    enum Head {
+        Hello { version: u16 },
+    }
+    match postcard::take_from_bytes::<Head>(bytes) {
+        Ok((Head::Hello { version }, _)) => Some(version),
+        Err(_) => None,
+    }
+}
+
 /// Decodes a frame's payload; anything that is not exactly one frame fails `Protocol`.
 pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, Error> {
     let (frame, rest) = postcard::take_from_bytes(bytes)
@@ -423,6 +441,7 @@ mod tests {
             ClientFrame::Hello {
                 version: VERSION,
                 token: Some("t".into()),
+                name: Some("n".into()),
             },
             ClientFrame::Request {
                 id: 7,
@@ -477,6 +496,37 @@ mod tests {
                 ErrorKind::Protocol
             );
         }
+    }
+
+    #[test]
+    fn an_older_hello_still_names_its_version() {
+        #[derive(Serialize)]
+        enum OldClientFrame {
+            Hello { version: u16, token: Option<String> },
+        }
+        let old = encode(&OldClientFrame::Hello {
+            version: 3,
+            token: None,
+        })
+        .unwrap();
+        assert_eq!(
+            decode::<ClientFrame>(&old).unwrap_err().kind(),
+            ErrorKind::Protocol
+        );
+        assert_eq!(hello_version(&old), Some(3));
+        let now = encode(&ClientFrame::Hello {
+            version: VERSION,
+            token: None,
+            name: None,
+        })
+        .unwrap();
+        assert_eq!(hello_version(&now), Some(VERSION));
+        let request = encode(&ClientFrame::Request {
+            id: 1,
+            body: Request::Ping,
+        })
+        .unwrap();
+        assert_eq!(hello_version(&request), None);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! Fences are strings (they pass 2^53, where JavaScript numbers round);
 //! times are unix ms, durations ms.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::overview::{KeyRow, NamespaceRow, Overview};
@@ -11,7 +12,7 @@ use serde_json::value::RawValue;
 
 use super::log::LiveEvent;
 use super::source::Shows;
-use super::{Peer, Sample};
+use super::{Peer, Peers, Sample};
 
 /// The most connections one frame lists (the count is always whole).
 pub const CONNECTIONS_SHOWN: usize = 200;
@@ -46,8 +47,9 @@ pub(crate) struct OverviewJson {
     namespaces: Vec<NamespaceJson>,
 }
 
-impl From<Overview> for OverviewJson {
-    fn from(o: Overview) -> OverviewJson {
+impl OverviewJson {
+    /// The overview, its holders named from `peers`.
+    pub fn new(o: Overview, peers: &Peers) -> OverviewJson {
         OverviewJson {
             held: o.locks.iter().map(|l| l.held).sum(),
             waiting: o.locks.iter().map(|l| l.waiting).sum(),
@@ -60,7 +62,7 @@ impl From<Overview> for OverviewJson {
                     waiting: l.waiting,
                 })
                 .collect(),
-            keys: o.keys.into_iter().map(KeyJson::from).collect(),
+            keys: o.keys.into_iter().map(|r| KeyJson::new(r, peers)).collect(),
             matched: o.matched,
             namespaces: o.namespaces.into_iter().map(NamespaceJson::from).collect(),
         }
@@ -80,6 +82,8 @@ pub(crate) struct KeyJson {
     key: String,
     fence: String,
     holder: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    holder_name: Option<Arc<str>>,
     held_ms: u64,
     expires_in_ms: Option<u64>,
     revoke_in_ms: Option<u64>,
@@ -87,9 +91,10 @@ pub(crate) struct KeyJson {
     oldest_wait_ms: Option<u64>,
 }
 
-impl From<KeyRow> for KeyJson {
-    fn from(r: KeyRow) -> KeyJson {
+impl KeyJson {
+    fn new(r: KeyRow, peers: &Peers) -> KeyJson {
         KeyJson {
+            holder_name: peers.name(r.holder),
             lock: r.lock,
             key: r.key,
             fence: r.fence.to_string(),
@@ -155,6 +160,8 @@ pub(crate) struct ConnectionJson {
     peer: String,
     since: u64,
     role: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<Arc<str>>,
 }
 
 impl ConnectionJson {
@@ -163,6 +170,7 @@ impl ConnectionJson {
             id,
             peer: p.addr.to_string(),
             since: p.since_ms,
+            name: p.name.clone(),
             role: match p.role {
                 leasehold::remote::protocol::Role::Read => "read",
                 leasehold::remote::protocol::Role::Write => "write",

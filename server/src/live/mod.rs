@@ -47,12 +47,39 @@ const SAMPLES_KEPT: usize = 300;
 /// The most pages open at once; another is answered 503.
 pub const MAX_PAGES: usize = 64;
 
+/// How many names of closed connections are kept, for the events of
+/// their last holds (a killed holder's loss comes after its connection).
+const GONE_NAMES_KEPT: usize = 256;
+
 /// A connection as the page lists it.
 #[derive(Debug, Clone)]
 pub(crate) struct Peer {
     addr: SocketAddr,
     since_ms: u64,
     role: Role,
+    /// What the client calls itself (`ConnectOptions::client_name`).
+    name: Option<Arc<str>>,
+}
+
+/// The open connections, and the names of the last ones closed.
+#[derive(Default)]
+pub(crate) struct Peers {
+    open: BTreeMap<u64, Peer>,
+    gone: VecDeque<(u64, Arc<str>)>,
+}
+
+impl Peers {
+    /// The name connection `id` gave, while it is open or among the last closed.
+    pub fn name(&self, id: u64) -> Option<Arc<str>> {
+        match self.open.get(&id) {
+            Some(p) => p.name.clone(),
+            None => self
+                .gone
+                .iter()
+                .find(|(gone, _)| *gone == id)
+                .map(|(_, name)| name.clone()),
+        }
+    }
 }
 
 /// One second of the charts: the rates over it and the levels at its end.
@@ -93,7 +120,7 @@ struct Overviews {
 /// The live page's state, shared by the server's tasks.
 pub(crate) struct Live {
     source: Arc<dyn Source>,
-    connections: Mutex<BTreeMap<u64, Peer>>,
+    connections: Mutex<Peers>,
     events: Mutex<EventLog>,
     samples: Mutex<VecDeque<Sample>>,
     /// How many pages are open; the store records its activity while any is.
@@ -123,7 +150,7 @@ impl Live {
     pub fn new(source: Arc<dyn Source>) -> Live {
         Live {
             source,
-            connections: Mutex::new(BTreeMap::new()),
+            connections: Mutex::new(Peers::default()),
             events: Mutex::new(EventLog::default()),
             samples: Mutex::new(VecDeque::with_capacity(SAMPLES_KEPT)),
             pages: Mutex::new(0),
@@ -134,21 +161,28 @@ impl Live {
         }
     }
 
-    /// A connection was admitted.
-    pub fn connected(&self, id: u64, addr: SocketAddr, role: Role) {
-        lock(&self.connections).insert(
+    /// A connection was admitted; `name` is what it calls itself.
+    pub fn connected(&self, id: u64, addr: SocketAddr, role: Role, name: Option<String>) {
+        lock(&self.connections).open.insert(
             id,
             Peer {
                 addr,
                 since_ms: unix_ms(),
                 role,
+                name: name.map(Arc::from),
             },
         );
     }
 
     /// A connection ended.
     pub fn disconnected(&self, id: u64) {
-        lock(&self.connections).remove(&id);
+        let mut peers = lock(&self.connections);
+        if let Some(name) = peers.open.remove(&id).and_then(|p| p.name) {
+            if peers.gone.len() == GONE_NAMES_KEPT {
+                peers.gone.pop_front();
+            }
+            peers.gone.push_back((id, name));
+        }
     }
 
     /// A connection was refused; logged only while a page is open.
@@ -221,7 +255,8 @@ impl Live {
                 }
             }
         }
-        let overview = OverviewJson::from(self.source.overview(query));
+        let overview = self.source.overview(query);
+        let overview = OverviewJson::new(overview, &lock(&self.connections));
         let json: Arc<RawValue> = serde_json::value::to_raw_value(&overview)
             .map(Arc::from)
             .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()));
@@ -260,7 +295,8 @@ impl Live {
             }
             if watched {
                 let drained = self.source.drain_activity();
-                lock(&self.events).extend(drained);
+                let peers = lock(&self.connections);
+                lock(&self.events).extend(drained, &peers);
                 self.tick.send_replace(n);
             }
         }
@@ -275,7 +311,7 @@ impl Live {
             releases: now.releases.saturating_sub(last.releases),
             held: now.held,
             waiting: now.waiting,
-            connections: lock(&self.connections).len(),
+            connections: lock(&self.connections).open.len(),
             handoff_p50_us,
         };
         let mut samples = lock(&self.samples);

@@ -95,12 +95,13 @@ fn build(live: &Live, query: &OverviewQuery, seen: &mut u64, samples_seen: &mut 
     let (connections, connection_count) = {
         let c = lock(&live.connections);
         let shown = c
+            .open
             .iter()
             .rev()
             .take(CONNECTIONS_SHOWN)
             .map(|(id, p)| ConnectionJson::of(*id, p))
             .collect();
-        (shown, c.len())
+        (shown, c.open.len())
     };
     let samples: Vec<_> = lock(&live.samples)
         .iter()

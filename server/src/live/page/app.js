@@ -48,10 +48,11 @@ function time(unixMs) {
   return new Date(unixMs).toLocaleTimeString()
 }
 
-function holder(id) {
+function holder(id, name) {
   if (!id) return '–'
   const c = connections.get(id)
-  return c ? `#${id} ${c.peer}` : `#${id}`
+  const named = name ? `${name} #${id}` : `#${id}`
+  return c ? `${named} ${c.peer}` : named
 }
 
 function chart(name, values) {
@@ -140,7 +141,7 @@ function drawKeys(o) {
         ['lock', k.lock || '(manual)'],
         ['key', k.key],
         ['fence', k.fence],
-        ['holder', holder(k.holder)],
+        ['holder', holder(k.holder, k.holder_name)],
         ['held', ms(k.held_ms)],
         ['expires', ms(k.expires_in_ms)],
         ['revoke', ms(k.revoke_in_ms)],
@@ -159,7 +160,9 @@ function drawKeys(o) {
 }
 
 function describe(e) {
-  const who = e.holder ? ` ${e.kind === 'granted' ? 'to' : 'by'} ${holder(e.holder)}` : ''
+  const who = e.holder
+    ? ` ${e.kind === 'granted' ? 'to' : 'by'} ${holder(e.holder, e.holder_name)}`
+    : ''
   switch (e.kind) {
     case 'refused':
       return `refused ${e.peer} (${e.reason})`
@@ -229,6 +232,7 @@ function drawConnections(f) {
     ...f.connections.map((c) =>
       row([
         ['', c.id],
+        ['', c.name ?? ''],
         ['', c.peer],
         ['', c.role],
         ['', time(c.since)],

@@ -35,6 +35,8 @@ object Leasehold {
      * `etcds://`; DIST-01) or PostgreSQL (`postgres://user@h1,h2/db`; PG-01).
      * [token] is the server's token for this client (LOCK-14); [user] and
      * [password] are etcd's or PostgreSQL's; PEM texts set up TLS.
+     * [clientName] is what this client is called where the store shows its
+     * holders: the server store's live page, PostgreSQL's `application_name`.
      * Cancelling the calling coroutine stops waiting: a store that connects
      * later is closed at once.
      */
@@ -48,6 +50,7 @@ object Leasehold {
         clientKeyPem: String? = null,
         acceptOldEtcd: Boolean = false,
         connectTimeout: Duration? = null,
+        clientName: String? = null,
     ): Store {
         val options =
             NativeConnectOptions(
@@ -59,6 +62,7 @@ object Leasehold {
                 clientKeyPem = clientKeyPem,
                 acceptOldEtcd = acceptOldEtcd,
                 connectTimeout = connectTimeout.toOptionalNanos(),
+                clientName = clientName,
             )
         return Store(native { nativeConnect(url, options) })
     }

@@ -62,6 +62,9 @@ class ErrorsTest {
             assertThrows<InvalidArgument> { runBlocking { store.ids("i").take(-5) } }
             assertThrows<InvalidArgument> { runBlocking { store.ids("j").takeNow(0) } }
             assertThrows<InvalidArgument> { IdLayout.custom(41, 10, 12, tickMs = 0) }
+            for (name in listOf("two\nlines", "x".repeat(129))) {
+                assertThrows<InvalidArgument> { runBlocking { Leasehold.connect("leasehold://127.0.0.1:1", clientName = name) } }
+            }
             val lease = store.tryAcquire("m", 10.seconds)!!
             lease.release()
             lease.release()

@@ -18,6 +18,7 @@ data class ConnectOptions private constructor(
     val clientKeyPem: String? = null,
     val acceptOldEtcd: Boolean = false,
     val connectTimeout: Duration? = null,
+    val clientName: String? = null,
 ) {
     /** With the server store's token. */
     fun withToken(token: String) = copy(token = token)
@@ -42,6 +43,12 @@ data class ConnectOptions private constructor(
 
     /** With a bound on one connection attempt. */
     fun withConnectTimeout(timeout: Duration) = copy(connectTimeout = timeout)
+
+    /**
+     * Shown as [name] where the store shows its holders: the server store's
+     * live page, PostgreSQL's `application_name`.
+     */
+    fun withClientName(name: String) = copy(clientName = name)
 
     /** The defaults. */
     companion object {
