@@ -72,14 +72,24 @@ async fn pushed(rx: Waiting, within: Duration) -> (Granted, Duration) {
 
 // PG-01: the store opened from a postgres:// URL through the public API:
 // a lock's hold runs the function under a fence, a second store's tryHold
-// meanwhile finds the key held, and the listing shows the holder.
+// meanwhile finds the key held, and the listing shows the holder; the
+// first store's connections bear its client name.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pg_01_a_store_on_postgres_holds_keys() {
     let schema = fresh_schema("pg01");
     let url = url_with(&schema, "");
-    let a = Store::connect(&url, ConnectOptions::default())
+    let a = Store::connect(&url, ConnectOptions::default().client_name(&schema))
         .await
         .unwrap();
+    // The client's name is its connections' application_name.
+    let named = sql(&format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{schema}'"
+    ))
+    .await;
+    assert!(
+        named[0].get::<_, i64>(0) > 0,
+        "no connection named {schema}"
+    );
     let b = Store::connect(
         &url.replace("postgres://", "postgresql://"),
         ConnectOptions::default(),
