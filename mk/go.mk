@@ -76,3 +76,4 @@ bench-go: go-toolchain
 	cp $(CARGO_TARGET_DIR)/release/libleasehold_ffi.a $(GO_LIB_DIR)/
 	cp ffi/include/leasehold.h $(GO_DIR)/locks/leasehold.h
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(GO_DIR)/scripts/bench.sh
+	$(PLOT_PY) bench/plots.py tables $(CARGO_TARGET_DIR)/bench-go.md

@@ -66,11 +66,13 @@ bench-node:
 	$(CARGO) build --release -p leasehold-bench --bin hold_cycle
 	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js
 	cd $(NODE_DIR) && $(NODE) bench/hold-cycle.mjs
+	$(PLOT_PY) bench/plots.py tables $(CARGO_TARGET_DIR)/bench-node.md
 
 bench-node-ids:
 	$(CARGO) build --release -p leasehold-node --example ids_next
 	cd $(NODE_DIR) && $(FROM_SOURCE) $(NODE) scripts/build.js
 	cd $(NODE_DIR) && $(NODE) bench/ids.mjs
+	$(PLOT_PY) bench/plots.py tables $(CARGO_TARGET_DIR)/bench-node-ids.md
 
 # The addon from `make check`'s one debug build (CHECK_NATIVE, with the
 # Python module and the server: one set of features, so the core builds

@@ -1,9 +1,9 @@
 # matplotlib, for the charts written next to the benchmarks' tables and the
 # demo's timeline (demo/timeline.py): a virtual environment of its own.
 #   make plots-test   the scripts linted and typed; the charts of the
-#                     committed runs (docs/images/bench-compare.json and
-#                     bench-jvm.md) drawn again; the timeline's overlap check
-#                     made to fail
+#                     committed runs (docs/images/bench-compare.json and the
+#                     bench-*.md tables) drawn again; the timeline's overlap
+#                     check made to fail
 # (`make demo-test`, the root Makefile's, draws a real run's timeline.)
 
 PLOT_VENV := $(CARGO_TARGET_DIR)/plots/venv
@@ -20,6 +20,8 @@ $(PLOT_READY): tools/plots/requirements.txt
 
 PLOT_SCRIPTS := demo/timeline.py bench/plots.py
 PLOT_OUT := $(CARGO_TARGET_DIR)/plots-test
+# The committed runs' Markdown tables, each drawn beside it in docs/images.
+COMMITTED_TABLES := $(wildcard docs/images/bench-*.md)
 
 .PHONY: plots-test
 plots-test: $(PLOT_READY)
@@ -29,8 +31,8 @@ plots-test: $(PLOT_READY)
 	rm -rf $(PLOT_OUT) && mkdir -p $(PLOT_OUT)
 	cp docs/images/bench-compare.json $(PLOT_OUT)/
 	$(PLOT_PY) bench/plots.py compare $(PLOT_OUT)/bench-compare.json
-	cp docs/images/bench-jvm.md $(PLOT_OUT)/
-	$(PLOT_PY) bench/plots.py tables $(PLOT_OUT)/bench-jvm.md
+	cp $(COMMITTED_TABLES) $(PLOT_OUT)/
+	for t in $(notdir $(COMMITTED_TABLES)); do $(PLOT_PY) bench/plots.py tables $(PLOT_OUT)/$$t || exit 1; done
 	@printf '%s\n' '[rust-1] holds summaries/k fence=1 waited=0ms at=1000' '[go-1] holds summaries/k fence=2 waited=0ms at=1010' \
 		'[rust-1] done summaries/k fence=1 at=1020' '[go-1] done summaries/k fence=2 at=1030' >$(PLOT_OUT)/overlap.holds
 	@! $(PLOT_PY) demo/timeline.py $(PLOT_OUT)/overlap.holds $(PLOT_OUT)/overlap.svg >/dev/null 2>&1 || \

@@ -74,6 +74,8 @@ bench-python: python-install
 	$(CARGO) build -q --release -p leasehold-server
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_hold.py
 	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) $(PY_DIR)/bench/bench_ids.py
+	$(PLOT_PY) bench/plots.py tables $(CARGO_TARGET_DIR)/bench-python.md
+	$(PLOT_PY) bench/plots.py tables $(CARGO_TARGET_DIR)/bench-python-ids.md
 
 # The package as its sources are, with the debug native module beside them
 # (in $(PY_DEV), first on PYTHONPATH, so it wins over the installed one);

@@ -5,13 +5,15 @@
 // Rust `lock.begin(key).await` + `holding.end().await`; one key, uncontended.
 // Rounds alternate Rust and Node, so that each Node round is compared with
 // the Rust round just before it on a machine as loaded as it was then; the
-// medians of the times and of the per-round ratios are reported.
+// medians of the times and of the per-round ratios are reported, on stdout
+// and as a Markdown table in $CARGO_TARGET_DIR/bench-node.md (which
+// `make bench-node` draws beside it: bench/plots.py).
 //
 //   node bench/hold-cycle.mjs [EMBEDDED_CYCLES] [SERVER_CYCLES] [ROUNDS]
 
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -120,3 +122,18 @@ for (const r of results) {
       .padStart(8)}   ${r.ratio.toFixed(2)}x (${r.low.toFixed(2)}-${r.high.toFixed(2)})`,
   )
 }
+
+const table = [
+  `## Hold cycle through Node, median of ${rounds} rounds`,
+  '',
+  "One key, uncontended. Node: `await lock.hold(key, fn)` with an empty `fn`; Rust: `lock.begin(key)` + `holding.end()` (bench/src/bin/hold_cycle.rs). The ratio is the median of each round's Node time over the Rust round's just before it.",
+  '',
+  '| store | cycles | Rust µs | Node µs | Node / Rust (lowest-highest) |',
+  '|---|---:|---:|---:|---|',
+  ...results.map(
+    (r) =>
+      `| ${r.kind} | ${r.cycles} | ${r.rust.toFixed(2)} | ${r.node.toFixed(2)} | ${r.ratio.toFixed(2)}x (${r.low.toFixed(2)}-${r.high.toFixed(2)}) |`,
+  ),
+  '',
+]
+await writeFile(join(target, 'bench-node.md'), table.join('\n'))

@@ -7,11 +7,14 @@
 // Node `ids.takeNow(BATCH)` per ID against Rust `ids.next_into(&mut buf)`.
 // Rounds alternate Rust and Node, so that each Node round is compared with
 // the Rust round just before it on a machine as loaded as it was then; the
-// medians of the times and of the per-round ratios are reported.
+// medians of the times and of the per-round ratios are reported, on stdout
+// and as a Markdown table in $CARGO_TARGET_DIR/bench-node-ids.md (which
+// `make bench-node-ids` draws beside it: bench/plots.py).
 //
 //   node bench/ids.mjs [CALLS] [BATCHES] [BATCH] [ROUNDS]
 
 import { spawnSync } from 'node:child_process'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -87,6 +90,7 @@ console.log(
 console.log(
   'call                                   Rust ns   Node ns   Node/Rust (median; lowest-highest)',
 )
+const rows = []
 for (const [what, key] of /** @type {const} */ ([
   ['nextNow() per call   | Rust next()', 'next'],
   [`takeNow(${batch}) per ID | Rust next_into`, 'perId'],
@@ -94,8 +98,23 @@ for (const [what, key] of /** @type {const} */ ([
   const r = rust.map((x) => x[key])
   const n = node.map((x) => x[key])
   const ratios = n.map((v, i) => v / r[i])
+  const ratio = `${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`
   console.log(
-    `${what.padEnd(37)}  ${median(r).toFixed(2).padStart(7)}  ${median(n).toFixed(2).padStart(8)}   ` +
-      `${median(ratios).toFixed(2)}x (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})`,
+    `${what.padEnd(37)}  ${median(r).toFixed(2).padStart(7)}  ${median(n).toFixed(2).padStart(8)}   ${ratio}`,
+  )
+  rows.push(
+    `| ${what.replace(/\s+\|\s+/, ' against ')} | ${median(r).toFixed(2)} | ${median(n).toFixed(2)} | ${ratio} |`,
   )
 }
+
+const table = [
+  `## IDs through Node, layout ${layout}, embedded store, median of ${rounds} rounds`,
+  '',
+  `${calls} calls; ${batches} batches of ${batch}. The ratio is the median of each round's Node time over the Rust round's just before it.`,
+  '',
+  '| call | Rust ns | Node ns | Node / Rust (lowest-highest) |',
+  '|---|---:|---:|---|',
+  ...rows,
+  '',
+]
+await writeFile(join(target, 'bench-node-ids.md'), table.join('\n'))

@@ -11,6 +11,10 @@ the embedded store and on a server store started here (the release build of
 - ``rust``: ``Lock::begin`` + ``Holding::end`` in a Rust loop on the same
   store and runtime (the native module's benchmark hook), no Python inside.
 
+The table goes to stdout and, as Markdown, to ``bench-python.md`` in
+``$CARGO_TARGET_DIR`` (which ``make bench-python`` draws beside it:
+bench/plots.py).
+
 Usage: python bench_hold.py [--cycles N] [--rounds R] [--server PATH]
 """
 
@@ -81,10 +85,11 @@ def uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return factory
 
 
-def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[str, float]:
-    """The median over ``rounds`` of each way's time per cycle, in microseconds.
-    The ways take turns within each round, so that the machine's load, which
-    changes (it is shared), weighs on them alike."""
+def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> list[str]:
+    """The median over ``rounds`` of each way's time per cycle, in microseconds,
+    printed; returned as Markdown table rows. The ways take turns within each
+    round, so that the machine's load, which changes (it is shared), weighs
+    on them alike."""
     loop = asyncio.new_event_loop()
     ways: dict[str, Callable[[int], float]] = {
         "python async": lambda n: loop.run_until_complete(python_async(lock, n)),
@@ -107,6 +112,7 @@ def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[s
         if uv is not None:
             uv.close()
     got = {way: statistics.median(t) for way, t in times.items()}
+    rows = []
     for way in (w for w in got if w != "rust"):
         # Each round's time divided by the Rust round's of the same round.
         ratios = sorted(p / r for p, r in zip(times[way], times["rust"], strict=True))
@@ -114,7 +120,11 @@ def measure(name: str, lock: leasehold.Lock, cycles: int, rounds: int) -> dict[s
             f"{name:<8} {way:<13} {got[way]:8.1f} µs/cycle   rust {got['rust']:8.1f} µs/cycle   "
             f"ratio {statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f})"
         )
-    return got
+        rows.append(
+            f"| {name} | {way} | {got['rust']:.1f} | {got[way]:.1f} | "
+            f"{statistics.median(ratios):.2f}x ({ratios[0]:.2f}-{ratios[-1]:.2f}) |"
+        )
+    return rows
 
 
 def main() -> None:
@@ -127,11 +137,31 @@ def main() -> None:
 
     print(f"hold cycle, one key, uncontended: median of {args.rounds} rounds of {args.cycles}")
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    measure("memory", leasehold.memory().lock("bench"), args.cycles, args.rounds)
+    rows = measure("embedded", leasehold.memory().lock("bench"), args.cycles, args.rounds)
     with server(args.server) as url:
         store = leasehold.connect_blocking(url)
-        measure("server", store.lock("bench"), args.cycles, args.rounds)
+        rows += measure("server", store.lock("bench"), args.cycles, args.rounds)
         store.close_blocking()
+    write_table(
+        "bench-python.md",
+        f"Hold cycle through Python, median of {args.rounds} rounds of {args.cycles}",
+        "One key, uncontended. Python: `async with lock.hold(key): pass` (asyncio, uvloop) "
+        "or `with lock.hold(key): pass` (sync); Rust: `Lock::begin` + `Holding::end` on the "
+        "same store and runtime. The ratio is the median of each round's Python time over "
+        "the same round's Rust time.",
+        ["store", "way", "Rust µs", "Python µs", "Python / Rust (lowest-highest)"],
+        rows,
+    )
+
+
+def write_table(file: str, heading: str, about: str, header: list[str], rows: list[str]) -> None:
+    """Writes a Markdown table under ``$CARGO_TARGET_DIR``."""
+    align = ["---" if n < 2 or n == len(header) - 1 else "---:" for n in range(len(header))]
+    text = [f"## {heading}", "", about, "", "| " + " | ".join(header) + " |"]
+    text += ["|" + "|".join(align) + "|", *rows, ""]
+    path = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), file)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(text))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,10 @@ stop the run (a ``NotReady`` would be counted and shown):
   same generator (the native module's benchmark hook), no Python inside.
 
 Each Python time includes its loop (``for _ in range(n)``, shown as ``empty
-loop``). Usage: python bench_ids.py [--calls N] [--rounds R] [--server PATH]
+loop``). The table goes to stdout and, as Markdown, to ``bench-python-ids.md``
+in ``$CARGO_TARGET_DIR`` (drawn beside it: bench/plots.py).
+
+Usage: python bench_ids.py [--calls N] [--rounds R] [--server PATH]
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from bench_hold import server
+from bench_hold import server, write_table
 
 import leasehold
 
@@ -70,10 +73,11 @@ def take_nowait(ids: leasehold.IdGenerator, n: int) -> tuple[float, int]:
     return time.perf_counter() - start, not_ready
 
 
-def measure(name: str, store: leasehold.Store, calls: int, rounds: int) -> None:
+def measure(name: str, store: leasehold.Store, calls: int, rounds: int) -> list[str]:
     """The median over ``rounds`` of each way's time per call (per ID for
-    ``take_nowait``), in nanoseconds. The ways take turns within each round,
-    so that the machine's load (it is shared) weighs on them alike."""
+    ``take_nowait``), in nanoseconds, printed; returned as Markdown table
+    rows. The ways take turns within each round, so that the machine's load
+    (it is shared) weighs on them alike."""
     loop = asyncio.new_event_loop()
     ids = loop.run_until_complete(store.ids(f"bench-ids-{os.getpid()}", max_lead="10s"))
     not_ready = {"next_nowait": 0, f"take_nowait({BATCH})": 0, "rust next()": 0}
@@ -103,14 +107,18 @@ def measure(name: str, store: leasehold.Store, calls: int, rounds: int) -> None:
     finally:
         loop.close()
     rust_ns = statistics.median(times["rust next()"])
+    rows = []
     for way, per in times.items():
         got = statistics.median(per)
         unit = "ns/ID  " if way.startswith("take") else "ns/call"
         ratio = "" if way in ("empty loop", "rust next()") else f"   {got / rust_ns:6.1f}x rust"
         blocked = f"   NotReady {not_ready[way]}" if way in not_ready else ""
         print(
-            f"{name:<7} {way:<19} {got:8.1f} {unit} ({min(per):.1f}-{max(per):.1f}){ratio}{blocked}"
+            f"{name:<8} {way:<19} {got:8.1f} {unit} ({min(per):.1f}-{max(per):.1f}){ratio}{blocked}"
         )
+        if ratio:
+            rows.append(f"| {name} | {way} | {rust_ns:.1f} | {got:.1f} | {got / rust_ns:.1f}x |")
+    return rows
 
 
 def main() -> None:
@@ -127,11 +135,20 @@ def main() -> None:
         f"median of {args.rounds} rounds of {args.calls} (min-max)"
     )
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    measure("memory", leasehold.memory(), args.calls, args.rounds)
+    rows = measure("embedded", leasehold.memory(), args.calls, args.rounds)
     with server(args.server) as url:
         store = leasehold.connect_blocking(url)
-        measure("server", store, args.calls, args.rounds)
+        rows += measure("server", store, args.calls, args.rounds)
         store.close_blocking()
+    write_table(
+        "bench-python-ids.md",
+        f"IDs through Python, layout {layout.describe()}, median of {args.rounds} rounds",
+        f"{args.calls} calls a round; per call, or per ID for `take_nowait({BATCH})`, with "
+        "the Python loop's own time in it. Rust: the core's `IdGenerator::next()` on the "
+        "same generator. The ratio is the medians' (Python over Rust).",
+        ["store", "call", "Rust ns", "Python ns", "Python / Rust"],
+        rows,
+    )
 
 
 if __name__ == "__main__":
