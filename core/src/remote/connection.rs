@@ -8,7 +8,7 @@ use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::pki_types::ServerName;
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 use tokio_util::bytes::Bytes;
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
@@ -91,7 +91,10 @@ fn unavailable(what: &str, e: impl std::fmt::Display) -> Error {
 /// goodbye `Unavailable`, before its welcome (a handshake place taken by a
 /// newer connection while a flood of silent ones fills them, a server full
 /// for a moment: docs/server.md) is tried again, within the connect timeout,
-/// after a pause of 10 ms doubling up to 200 ms. A refused connection is not.
+/// after a pause of 10 ms doubling up to 200 ms. A refused connection is
+/// not, nor a TLS handshake that failed on what the server presented (a
+/// certificate not trusted, another name): trying again would fail alike.
+/// A connect that runs out of time says what its last try met.
 pub async fn open(
     target: &Target,
     tls: Option<&TlsConnector>,
@@ -99,16 +102,23 @@ pub async fn open(
 ) -> Result<(Frames, Welcome)> {
     let deadline = tokio::time::Instant::now() + options.connect_timeout;
     let mut pause = Duration::from_millis(10);
+    let mut last: Option<Error> = None;
     loop {
-        let mut reached = false;
-        let tried = tokio::time::timeout_at(deadline, attempt(target, tls, options, &mut reached));
+        let mut again = false;
+        let tried = tokio::time::timeout_at(deadline, attempt(target, tls, options, &mut again));
         match tried.await {
-            Err(_) => return Err(unavailable("connect", "timed out")),
+            Err(_) => {
+                return Err(match last {
+                    None => unavailable("connect", "timed out"),
+                    Some(e) => unavailable("connect", format!("timed out; the last try: {e}")),
+                })
+            }
             Ok(Err(e))
-                if reached
+                if again
                     && e.kind() == ErrorKind::Unavailable
                     && tokio::time::Instant::now() + pause < deadline =>
             {
+                last = Some(e);
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_millis(200));
             }
@@ -117,18 +127,20 @@ pub async fn open(
     }
 }
 
-/// One try of [`open`]; `reached` says whether the server accepted the connection.
+/// One try of [`open`]; `again` says whether its failure may be tried
+/// again: the server accepted the connection, and a TLS handshake did not
+/// fail on what it presented.
 async fn attempt(
     target: &Target,
     tls: Option<&TlsConnector>,
     options: &ConnectOptions,
-    reached: &mut bool,
+    again: &mut bool,
 ) -> Result<(Frames, Welcome)> {
     {
         let tcp = TcpStream::connect((target.host.as_str(), target.port))
             .await
             .map_err(|e| unavailable(&format!("connect to {}:{}", target.host, target.port), e))?;
-        *reached = true;
+        *again = true;
         tcp.set_nodelay(true)
             .map_err(|e| unavailable("set TCP_NODELAY", e))?;
         let io: Box<dyn Io> = match tls {
@@ -139,12 +151,15 @@ async fn attempt(
                         format!("bad TLS server name: {e}"),
                     )
                 })?;
-                Box::new(
-                    connector
-                        .connect(name, tcp)
-                        .await
-                        .map_err(|e| unavailable("TLS handshake", e))?,
-                )
+                let stream = connector.connect(name, tcp).await.map_err(|e| {
+                    // What the server presented failed (rustls's error),
+                    // rather than the connection breaking.
+                    if e.get_ref().is_some_and(|inner| inner.is::<rustls::Error>()) {
+                        *again = false;
+                    }
+                    unavailable("TLS handshake", e)
+                })?;
+                Box::new(stream)
             }
             None => Box::new(tcp),
         };
