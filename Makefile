@@ -15,7 +15,7 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export PROTOC := $(CURDIR)/tools/no-protoc
 
 .PHONY: all setup setup-apt demo demo-embedded demo-test test check check-rust lint fmt-check clippy rustdoc \
-	rust-test coverage bench bench-embedded bench-compare bench-ids toolchain
+	rust-test coverage bench bench-embedded bench-compare bench-ids bench-instructions toolchain
 
 all: test
 
@@ -86,6 +86,7 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) clippy -p leasehold-ffi --all-targets --features testing --locked -- -D warnings
+	$(CARGO) clippy -p leasehold-bench --all-targets --features compare --locked -- -D warnings
 
 # The core's API docs, every intra-doc link resolved.
 rustdoc:
@@ -115,6 +116,16 @@ bench-ids: etcd
 	$(CARGO) build --release -p leasehold-server
 	$(CARGO) run --release -q -p leasehold-bench --features compare --bin ids
 	$(PLOT_PY) bench/plots.py tables target/bench-ids.md
+
+# The instructions one uncontended hold cycle costs client and server
+# together, Leasehold's server store next to Redis's recipe, counted by
+# callgrind (docs/benchmarks.md). INSTRUCTION_CYCLES: the cycles of the
+# shorter run (2,000).
+INSTRUCTION_CYCLES ?= 2000
+bench-instructions:
+	$(CARGO) build --release -p leasehold-server
+	$(CARGO) run --release -q -p leasehold-bench --features compare --bin instructions -- $(INSTRUCTION_CYCLES)
+	$(PLOT_PY) bench/plots.py tables $(CARGO_TARGET_DIR)/bench-instructions.md
 
 # Leasehold's server store vs etcd and Redis, and Leasehold on PostgreSQL vs
 # PostgreSQL's lock recipes, on this machine (docs/benchmarks.md).

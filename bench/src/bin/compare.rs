@@ -32,6 +32,7 @@
 #[path = "../compare/pg.rs"]
 mod pg;
 #[path = "../compare/procs.rs"]
+#[allow(dead_code)] // shared with `ids` and `instructions`, each using a part
 mod procs;
 #[path = "../compare/renew.rs"]
 mod renew;
@@ -182,7 +183,7 @@ async fn start_servers() -> Servers {
         .map(PathBuf::from)
         .unwrap_or_else(|| target_dir().join("release").join("leasehold"));
     let leasehold = if bin.is_file() {
-        procs::start_leasehold(&bin)
+        procs::start_leasehold(&bin, &[])
             .map_err(|e| skipped.push(format!("leasehold: {e:#}")))
             .ok()
     } else {
@@ -202,7 +203,7 @@ async fn start_servers() -> Servers {
         None
     };
     let redis = if procs::on_path("redis-server") {
-        procs::start_redis()
+        procs::start_redis(&[])
             .await
             .map_err(|e| skipped.push(format!("redis: {e:#}")))
             .ok()

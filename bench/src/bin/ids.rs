@@ -259,8 +259,8 @@ async fn run(rounds: usize) -> Result<Rows> {
         .parent()
         .context("the bench binary's folder")?
         .join("leasehold");
-    let server = procs::start_leasehold(&bin)?;
-    let redis = procs::start_redis().await.ok();
+    let server = procs::start_leasehold(&bin, &[])?;
+    let redis = procs::start_redis(&[]).await.ok();
     let etcd = if procs::etcd_available() {
         procs::start_etcd().await.ok()
     } else {

@@ -3,6 +3,7 @@
 //! guard: on drop (normal exit, an error, a panic unwinding) and on
 //! SIGINT/SIGTERM (see [`stop_all`]).
 
+use std::ffi::OsStr;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
@@ -58,6 +59,26 @@ impl Server {
     /// The end of its log, for error messages.
     pub fn log_tail(&self) -> String {
         log_tail(&self.log_path())
+    }
+
+    /// Stops the server with SIGTERM and waits (at most `within`) for it to
+    /// exit, so that what it writes at exit (a profiler's counts) is written.
+    pub fn terminate(self, within: Duration) -> Result<()> {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid)?);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)
+            .with_context(|| format!("SIGTERM to {}", self.name))?;
+        let deadline = Instant::now() + within;
+        loop {
+            let mut guard = self.child.lock().unwrap_or_else(|p| p.into_inner());
+            match guard.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(_))) | None => return Ok(()),
+                Some(Ok(None)) if Instant::now() < deadline => {}
+                Some(Ok(None)) => bail!("{} did not exit within {within:?} of SIGTERM", self.name),
+                Some(Err(e)) => return Err(e.into()),
+            }
+            drop(guard);
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Whether the process is still running.
@@ -137,6 +158,19 @@ pub fn first_line_of(program: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// `program`, or `program` run by the command `wrap` (valgrind and its
+/// options, say) when it is not empty.
+fn command(program: impl AsRef<OsStr>, wrap: &[String]) -> Command {
+    match wrap.split_first() {
+        None => Command::new(program),
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(program);
+            c
+        }
+    }
+}
+
 fn temp_dir(name: &str) -> Result<tempfile::TempDir> {
     tempfile::Builder::new()
         .prefix(&format!("leasehold-compare-{name}-"))
@@ -148,14 +182,15 @@ fn temp_dir(name: &str) -> Result<tempfile::TempDir> {
 /// (`--max-keys-per-connection`; the server's default is 10,000).
 pub const LEASEHOLD_MAX_KEYS: usize = 1_100_000;
 
-/// Starts `leasehold serve` (the release binary `bin`) on a free loopback
-/// port, reading the port from its `listening on 127.0.0.1:PORT` line.
-pub fn start_leasehold(bin: &Path) -> Result<Server> {
+/// Starts `leasehold serve` (the release binary `bin`, under `wrap` if
+/// given) on a free loopback port, reading the port from its `listening on
+/// 127.0.0.1:PORT` line.
+pub fn start_leasehold(bin: &Path, wrap: &[String]) -> Result<Server> {
     let dir = temp_dir("leasehold")?;
     let data = dir.path().join("data");
     std::fs::create_dir(&data)?;
     let log = File::create(dir.path().join("server.log"))?;
-    let mut child = Command::new(bin)
+    let mut child = command(bin, wrap)
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(&data)
         // The default (10,000) would refuse the 50,000 leases one Store
@@ -176,7 +211,7 @@ pub fn start_leasehold(bin: &Path) -> Result<Server> {
         // Keep reading, so the server never blocks on a full pipe.
         for _ in lines {}
     });
-    let line = match rx.recv_timeout(Duration::from_secs(30)) {
+    let line = match rx.recv_timeout(Duration::from_secs(60)) {
         Ok(Some(Ok(line))) => line,
         _ => bail!(
             "leasehold serve printed no `listening on` line; its log:\n{}",
@@ -250,13 +285,13 @@ pub async fn start_etcd() -> Result<Server> {
     }
 }
 
-/// Starts redis-server on a free loopback port without persistence; ready
-/// once it answers PING.
-pub async fn start_redis() -> Result<Server> {
+/// Starts redis-server (under `wrap` if given) on a free loopback port
+/// without persistence; ready once it answers PING.
+pub async fn start_redis(wrap: &[String]) -> Result<Server> {
     let dir = temp_dir("redis")?;
     let port = free_port()?;
     let log = File::create(dir.path().join("server.log"))?;
-    let child = Command::new("redis-server")
+    let child = command("redis-server", wrap)
         .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
         .args(["--save", "", "--appendonly", "no"])
         .arg("--dir")
@@ -267,7 +302,7 @@ pub async fn start_redis() -> Result<Server> {
         .spawn()
         .context("start redis-server")?;
     let server = Server::adopt("redis", port, child, dir);
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     let url = format!("redis://127.0.0.1:{port}/");
     loop {
         let attempt = async {

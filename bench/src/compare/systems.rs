@@ -324,6 +324,7 @@ impl WireClient {
         c.send(&ClientFrame::Hello {
             version: VERSION,
             token: None,
+            name: None,
         })
         .await?;
         match c.recv().await? {
