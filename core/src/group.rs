@@ -11,7 +11,9 @@
 //! longer renewed by it; the store no longer counts it either.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use crate::hashed::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -73,7 +75,7 @@ impl Groups {
                     runtime: runtime.clone(),
                     deadline: Arc::default(),
                     members: Mutex::new(Members {
-                        leases: HashMap::new(),
+                        leases: HashMap::default(),
                         max_holds: BinaryHeap::new(),
                         task_runs: false,
                     }),

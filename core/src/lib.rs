@@ -37,6 +37,7 @@ pub mod fence;
 #[doc(hidden)]
 pub mod give_up;
 mod group;
+pub mod hashed;
 mod held;
 pub mod idgen;
 mod ids;

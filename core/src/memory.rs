@@ -1,6 +1,6 @@
 //! The embedded store: the lease table in the caller's own process.
 
-use std::collections::HashMap;
+use crate::hashed::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -134,8 +134,8 @@ impl MemoryDriver {
             capabilities: options.capabilities,
             state: Mutex::new(MemoryTables {
                 table: LeaseTable::new(fences, options.limits),
-                waiters: HashMap::new(),
-                losses: HashMap::new(),
+                waiters: HashMap::default(),
+                losses: HashMap::default(),
                 slots: SlotTable::new(0),
                 journal: None,
                 timer_at: None,

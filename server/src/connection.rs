@@ -12,7 +12,7 @@
 //! claims them first. Its leases are left alone when it closes: they run out
 //! by their ttl unless renewed from a new connection (LOCK-07).
 
-use std::collections::{HashMap, HashSet};
+use leasehold::hashed::{HashMap, HashSet};
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::SocketAddr;
@@ -210,10 +210,10 @@ pub(crate) async fn serve<S>(
         shared: shared.clone(),
         role,
         sink,
-        waits: HashMap::new(),
-        held: HashMap::new(),
-        groups: HashSet::new(),
-        lock_names: HashSet::new(),
+        waits: HashMap::default(),
+        held: HashMap::default(),
+        groups: HashSet::default(),
+        lock_names: HashSet::default(),
         grants: FuturesUnordered::new(),
         losses: mpsc::unbounded_channel(),
         generation: 0,

@@ -4,7 +4,7 @@
 //! id (LOCK-03); leases renewed by group, one small frame per group, and
 //! renewals of single leases batched into one frame.
 
-use std::collections::HashMap;
+use crate::hashed::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 

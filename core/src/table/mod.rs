@@ -15,7 +15,9 @@ mod overview;
 mod timers;
 
 use std::borrow::Borrow;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use crate::hashed::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
@@ -295,10 +297,10 @@ impl LeaseTable {
     /// An empty table granting fences from `fences`.
     pub fn new(fences: Fences, limits: Limits) -> LeaseTable {
         LeaseTable {
-            keys: HashMap::new(),
-            leases: HashMap::new(),
-            requests: HashMap::new(),
-            groups: HashMap::new(),
+            keys: HashMap::default(),
+            leases: HashMap::default(),
+            requests: HashMap::default(),
+            groups: HashMap::default(),
             timers: TimerQueue::default(),
             fences,
             limits,
@@ -608,7 +610,7 @@ impl LeaseTable {
         let g = self.groups.entry(id).or_insert_with(|| GroupState {
             expires_at,
             armed: expires_at,
-            members: HashSet::new(),
+            members: HashSet::default(),
         });
         g.expires_at = g.expires_at.max(expires_at);
         g.members.insert(lease_id);
