@@ -72,7 +72,7 @@ export interface LockOptions {
   margin?: Duration
 }
 
-/** Options of one `hold`. */
+/** Options of one `hold` or `holdMany`. */
 export interface HoldOptions {
   /** Aborting it gives up waiting (`CANCELLED`, LOCK-18); while the function runs, it aborts `lease.signal`. */
   signal?: AbortSignal
@@ -235,6 +235,21 @@ export class Lock {
    * even if `fn` resolved (LOCK-10).
    */
   hold<T>(key: string, fn: (lease: Lease) => T | PromiseLike<T>, options?: HoldOptions): Promise<T>
+  /**
+   * Waits in line for every key of `keys` at once, runs `fn(leases)` holding
+   * them all, and releases them all when `fn` settles (LOCK-22). Each lease
+   * is a lease of its own (its fence, deadline and loss), in the order of
+   * `keys`. All or none: when one key cannot be had (`WAIT_TIMEOUT`,
+   * `CANCELLED`), every lease taken is released and every line left; a key
+   * named twice rejects `INVALID_ARGUMENT`. The leases share one `signal`,
+   * aborted when any of them is lost; then `holdMany` rejects with a
+   * `LostError`, even if `fn` resolved (LOCK-10).
+   */
+  holdMany<T>(
+    keys: readonly string[],
+    fn: (leases: Lease[]) => T | PromiseLike<T>,
+    options?: HoldOptions,
+  ): Promise<T>
   /** As `hold`, but never waits: resolves `null` and runs nothing when the key is held (LOCK-17). */
   tryHold<T>(
     key: string,
@@ -255,7 +270,10 @@ export class Lease {
   readonly lossReason: LossReason | null
   /** Milliseconds before the holder's deadline (0 once lost); `null` when it has none. */
   readonly remaining: number | null
-  /** Aborted with a `LostError` when the lease is lost (LOCK-09). */
+  /**
+   * Aborted with a `LostError` when the lease is lost (LOCK-09); from
+   * `holdMany`, the signal its leases share, aborted when any of them is lost.
+   */
   readonly signal: AbortSignal
 }
 

@@ -1,6 +1,7 @@
 package locks
 
 /*
+#include <stdlib.h>
 #include "leasehold.h"
 
 extern void leaseholdDone(uint64_t user, lh_outcome outcome);
@@ -11,6 +12,8 @@ import (
 	"context"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // pending is one of the C library's calls that may wait in line or on the
@@ -21,22 +24,28 @@ import (
 //	o, err := p.wait(p.ready() && bool(C.lh_x_async(…, p.token, doneFn, p.user(), p.now())))
 //
 // A call that goes on completes through the library's callback into the
-// waiter's channel, so the goroutine waits holding no OS thread. When ctx
-// ends first the call's token fires: the call fails ErrCancelled (which
-// also errors.Is the ctx's cause) and leaves the line (LOCK-18). A ctx
-// that cannot end costs no token; a call done at once makes no channel.
+// waiter's C slot (wake.go): the goroutine waits there first, blocking
+// its thread, if one of the few places to wait in C is free, for at most a
+// short time; otherwise, and after that, it waits on the waiter's channel,
+// holding no OS thread. When ctx ends first the
+// call's token fires: the call fails ErrCancelled (which also errors.Is
+// the ctx's cause) and leaves the line (LOCK-18). A ctx that cannot end
+// costs no token; a call done at once makes no channel.
 type pending struct {
 	ctx   context.Context
 	err   error // why the call must not start
 	token C.lh_cancel
 	w     *waiter
+	keep  bool // w is the caller's (startCallOn): wait does not give it back
 }
 
-// doneFn is the lh_done_fn of every call that may wait.
-var doneFn = C.lh_done_fn(C.leaseholdDone)
-
 // startCall prepares a call under ctx.
-func startCall(ctx context.Context) pending {
+func startCall(ctx context.Context) pending { return startCallOn(ctx, nil) }
+
+// startCallOn prepares a call under ctx that completes into w, which the
+// caller took (takeWaiter) and gives back once it is done with it, as a
+// hold does after its end; nil: a waiter taken here and given back by wait.
+func startCallOn(ctx context.Context, w *waiter) pending {
 	if ctx == nil {
 		return pending{err: newError(CodeInvalidArgument, "a nil context.Context")}
 	}
@@ -45,19 +54,28 @@ func startCall(ctx context.Context) pending {
 	}
 	p := pending{ctx: ctx}
 	if ctx.Done() != nil {
-		if err := takeError(C.lh_cancel_new(&p.token)); err != nil {
+		// A variable of its own: what C writes to escapes, and a ctx that
+		// cannot end should cost no allocation.
+		var token C.lh_cancel
+		if err := takeError(C.lh_cancel_new(&token)); err != nil {
 			return pending{err: err}
 		}
+		p.token = token
 	}
-	p.w = takeWaiter()
+	if w == nil {
+		w = takeWaiter()
+	} else {
+		p.keep = true
+	}
+	p.w = w
 	return p
 }
 
 // ready says whether the call may start.
 func (p pending) ready() bool { return p.err == nil }
 
-// user is the callback's user value.
-func (p pending) user() C.uint64_t { return C.uint64_t(p.w.handle) }
+// user is the done callback's user value: the waiter's slot.
+func (p pending) user() C.uint64_t { return p.w.slot.user() }
 
 // now is where a call done at once writes its outcome.
 func (p pending) now() *C.lh_outcome { return p.w.now }
@@ -70,20 +88,53 @@ func (p pending) wait(wentOn bool) (C.lh_outcome, error) {
 	}
 	o := *p.w.now
 	if wentOn {
-		select {
-		case o = <-p.w.completion:
-		case <-p.ctx.Done():
-			C.lh_error_free(C.lh_cancel_fire(p.token))
-			o = <-p.w.completion
-		}
+		o = p.waitOn()
 	}
 	if p.token.id != 0 {
 		C.lh_error_free(C.lh_cancel_free(p.token))
 	}
-	p.w.give()
+	if !p.keep {
+		p.w.give()
+	}
 	err := takeError(o.error)
 	o.error = nil
 	return o, withCause(p.ctx, err)
+}
+
+// waitOn is the outcome of a call that went on: waited for in C first
+// (wake.go), then, once that wait ran out or when no place to wait in C
+// was free, on the waiter's channel, holding no thread.
+func (p pending) waitOn() C.lh_outcome {
+	if o, ok := p.waitInC(); ok {
+		return o
+	}
+	var o C.lh_outcome
+	select {
+	case o = <-p.w.completion:
+	case <-p.ctx.Done():
+		C.lh_error_free(C.lh_cancel_fire(p.token))
+		o = <-p.w.completion
+	}
+	p.w.slot.reset()
+	return o
+}
+
+// waitInC is the slot's waitInC; while it waits, ctx ending fires the
+// call's token (context.AfterFunc), which ends the call, and so the wait.
+func (p pending) waitInC() (C.lh_outcome, bool) {
+	if p.ctx.Done() == nil {
+		return p.w.slot.waitInC()
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(p.ctx, func() {
+		C.lh_error_free(C.lh_cancel_fire(p.token))
+		close(fired)
+	})
+	o, ok := p.w.slot.waitInC()
+	if !stop() {
+		<-fired
+	}
+	return o, ok
 }
 
 // waiter is where the library's callback puts the outcome of a call that
@@ -94,9 +145,17 @@ func (p pending) wait(wentOn bool) (C.lh_outcome, error) {
 type waiter struct {
 	completion chan C.lh_outcome
 	handle     cgo.Handle
-	// now is where a call done at once writes its outcome: an allocation
-	// of its own, holding no Go pointer, as cgo requires of what C writes.
+	// now is where a call done at once writes its outcome: C memory
+	// (freed with the waiter), so that cgo's check of the argument finds
+	// no Go pointer to look into.
 	now *C.lh_outcome
+	// held is the ctx of the hold this waiter serves from its begin to its
+	// end (nil otherwise): the loss callback, given the waiter's handle,
+	// cancels it (leaseholdLost).
+	held atomic.Pointer[heldCtx]
+	// slot is where the library's callback puts the outcome, and how the
+	// goroutine waits for it (wake.go).
+	slot slot
 }
 
 // idleWaiters keeps at most maxIdleWaiters waiters for reuse; beyond that a
@@ -118,10 +177,18 @@ func takeWaiter() *waiter {
 		return w
 	}
 	idleWaiters.Unlock()
-	w := &waiter{completion: make(chan C.lh_outcome, 1), now: new(C.lh_outcome)}
+	now := (*C.lh_outcome)(C.calloc(1, C.sizeof_lh_outcome))
+	if now == nil {
+		panic("locks: out of memory")
+	}
+	w := &waiter{completion: make(chan C.lh_outcome, 1), now: now}
 	w.handle = cgo.NewHandle(w)
+	w.slot = newSlot(w.handle)
 	return w
 }
+
+// user is w's handle, as the user value of a C callback.
+func (w *waiter) user() C.uint64_t { return C.uint64_t(w.handle) }
 
 // give puts w back for reuse; its call's outcome was received.
 func (w *waiter) give() {
@@ -133,11 +200,15 @@ func (w *waiter) give() {
 	}
 	idleWaiters.Unlock()
 	w.handle.Delete()
+	C.free(unsafe.Pointer(w.now))
+	w.slot.free()
 }
 
-// leaseholdDone is the lh_done_fn of every call that went on: the library
-// calls it once, from one of its own threads, with the handle of the call's
-// waiter.
+// leaseholdDone hands the outcome of a call that went on to the goroutine
+// waiting on its waiter's channel: leasehold_go_done (wake.go), the
+// library's callback, calls it once, from one of the library's threads,
+// with the handle of the call's waiter, when the goroutine does not wait
+// in C.
 //
 //export leaseholdDone
 func leaseholdDone(user C.uint64_t, outcome C.lh_outcome) {

@@ -9,7 +9,6 @@ import "C"
 
 import (
 	"context"
-	"runtime/cgo"
 	"sync"
 )
 
@@ -64,8 +63,9 @@ func (k *kept[I, H]) locked(f func(last *I)) {
 	f(k.fresh())
 }
 
-// end ends the hold, once; waiting for the store's answer holds no OS thread.
-func (k *kept[I, H]) end() error {
+// end ends the hold, once, completing into w (the hold's waiter);
+// waiting for the store's answer holds no OS thread.
+func (k *kept[I, H]) end(w *waiter) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	// Only a kind with a final step reads its state first: the end's
@@ -75,44 +75,71 @@ func (k *kept[I, H]) end() error {
 		k.final()
 	}
 	k.done = true
-	p := startCall(context.Background())
+	p := startCallOn(context.Background(), w)
 	_, err := p.wait(p.ready() && bool(k.c.end(doneFn, p.user(), p.now())))
 	lost, reason := lostAtEnd(err)
 	k.c.ended(&k.last, lost, reason)
 	return err
 }
 
-// lossWatch is what the C library calls back, through a cgo.Handle, when
-// a held lease or slot is lost: it cancels the held function's ctx.
-type lossWatch struct {
-	what   string // "lease" or "slot", for the message
-	cancel context.CancelCauseFunc
+// run runs fn while the hold lasts, and ends the hold however fn ends
+// (runHeld); its loss callback is registered now.
+func (k *kept[I, H]) run(ctx context.Context, fn func(context.Context) error) error {
+	w := takeWaiter()
+	c := newHeldCtx(ctx, k.c.what())
+	w.held.Store(c)
+	return runHeld(c, k, w, false, fn)
 }
 
-// run runs fn while the hold lasts, and ends the hold however fn ends
-// (returns, fails or panics). fn's ctx is cancelled with cause ErrLost when
-// the hold is lost (LOCK-09), and the answer is combine(fn's error, end's)
-// (LOCK-10).
-func (k *kept[I, H]) run(ctx context.Context, fn func(context.Context) error) (err error) {
-	fnCtx, cancel := context.WithCancelCause(ctx)
-	handle := cgo.NewHandle(&lossWatch{what: k.c.what(), cancel: cancel})
+// watch registers the loss callback (once).
+func (k *kept[I, H]) watch(callback C.lh_lost_fn, user C.uint64_t) error {
+	return takeError(k.c.onLost(callback, user))
+}
+
+// heldSet is what runHeld runs a function under: one kept hold, or the
+// leases of one HoldMany (heldLeases).
+type heldSet interface {
+	// watch registers callback(user) for a loss (of any of them).
+	watch(callback C.lh_lost_fn, user C.uint64_t) error
+	// end ends the hold, once, completing into w.
+	end(w *waiter) error
+}
+
+// lostFn is the lh_lost_fn of every hold, registered with the handle of
+// the hold's waiter.
+var lostFn = C.lh_lost_fn(C.leaseholdLost)
+
+// runHeld runs fn under c while h lasts, and ends h however fn ends
+// (returns, fails or panics). w is the hold's waiter, with c on it: the
+// loss callback cancels c with cause ErrLost (LOCK-09); watched says
+// whether the begin registered it already (lh_lock_begin_watched_async),
+// else runHeld does. The end completes into w, which runHeld gives back
+// once the end returned (no callback comes after it). The answer is
+// combine(fn's error, end's) (LOCK-10).
+func runHeld(c *heldCtx, h heldSet, w *waiter, watched bool, fn func(context.Context) error) (err error) {
 	returned := false
 	var fnErr error
 	defer func() {
-		endErr := k.end()
-		handle.Delete()
-		cancel(nil)
+		endErr := h.end(w)
+		w.held.Store(nil)
+		w.give()
+		c.end()
 		if returned {
 			err = combine(fnErr, endErr)
 		}
 	}()
-	if err := takeError(k.c.onLost(C.lh_lost_fn(C.leaseholdLost), C.uint64_t(handle))); err != nil {
-		fnErr = err
-	} else if fnCtx.Err() == nil {
-		// A hold lost between the grant and now (its deadline came while
-		// the process was frozen: the registration above called back at
-		// once) runs nothing, and its end fails ErrLost (LOCK-04).
-		fnErr = fn(fnCtx)
+	if !watched {
+		if err := h.watch(lostFn, w.user()); err != nil {
+			fnErr = err
+			returned = true
+			return nil
+		}
+	}
+	// A hold lost between the grant and now (its deadline came while the
+	// process was frozen: the registration called back at once) runs
+	// nothing, and its end fails ErrLost (LOCK-04).
+	if c.Err() == nil {
+		fnErr = fn(c)
 	}
 	returned = true
 	return nil

@@ -17,7 +17,7 @@ type Lease struct {
 	// MANUAL-07): hand it to the system you write to, so that it can refuse
 	// a late writer.
 	Fence uint64
-	// Name is the key held (Hold) or the manual lease's name.
+	// Name is the key held (Hold, HoldMany) or the manual lease's name.
 	Name string
 
 	held   *heldLease

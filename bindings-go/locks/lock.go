@@ -85,19 +85,30 @@ func (l *Lock) Hold(ctx context.Context, key string, fn HeldFunc, opts ...Option
 	if err != nil {
 		return err
 	}
-	var callOpts C.lh_call_options
+	// Options only when given (what C reads escapes: a call without them
+	// costs no allocation).
+	var callOpts *C.lh_call_options
 	if s.wait != nil {
-		callOpts.has_wait, callOpts.wait_ns = true, nanos(*s.wait)
+		callOpts = &C.lh_call_options{has_wait: true, wait_ns: nanos(*s.wait)}
 	}
-	p := startCall(ctx)
+	// The hold's state in one allocation: the held function's ctx, the
+	// lease and its C holding. Its waiter serves the begin, the loss
+	// callback (registered by the begin: one C call) and the end.
+	held := &heldKey{ctx: heldCtx{parent: ctx, what: "lease"}}
+	w := takeWaiter()
+	w.held.Store(&held.ctx)
+	p := startCallOn(ctx, w)
 	k, kn := cstr(key)
-	o, err := p.wait(p.ready() && bool(C.lh_lock_begin_async(l.h, k, kn, &callOpts, p.token, doneFn, p.user(), p.now())))
+	o, err := p.wait(p.ready() && bool(C.lh_lock_begin_watched_async(l.h, k, kn, callOpts, p.token, lostFn, w.user(), doneFn, p.user(), p.now())))
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(key)
 	if err != nil {
+		// No holding: no loss callback comes.
+		w.held.Store(nil)
+		w.give()
 		return err
 	}
-	return l.run(ctx, key, C.lh_holding{id: C.uint64_t(o.handle)}, uint64(o.fence), fn)
+	return l.run(held, w, true, key, C.lh_holding{id: C.uint64_t(o.handle)}, uint64(o.fence), fn)
 }
 
 // TryHold runs fn holding key if the key is free now, never waiting in
@@ -108,21 +119,36 @@ func (l *Lock) TryHold(ctx context.Context, key string, fn HeldFunc) (bool, erro
 	if fn == nil {
 		return false, newError(CodeInvalidArgument, "TryHold: a nil function")
 	}
-	p := startCall(ctx)
+	w := takeWaiter()
+	p := startCallOn(ctx, w)
 	k, kn := cstr(key)
 	o, err := p.wait(p.ready() && bool(C.lh_lock_try_begin_async(l.h, k, kn, p.token, doneFn, p.user(), p.now())))
 	runtime.KeepAlive(l)
 	runtime.KeepAlive(key)
 	if err != nil || !bool(o.held) {
+		w.give()
 		return false, err
 	}
-	return true, l.run(ctx, key, C.lh_holding{id: C.uint64_t(o.handle)}, uint64(o.fence), fn)
+	held := &heldKey{ctx: heldCtx{parent: ctx, what: "lease"}}
+	w.held.Store(&held.ctx)
+	return true, l.run(held, w, false, key, C.lh_holding{id: C.uint64_t(o.handle)}, uint64(o.fence), fn)
 }
 
-// run runs fn holding h, and ends the hold however fn ends.
-func (l *Lock) run(ctx context.Context, key string, h C.lh_holding, fence uint64, fn HeldFunc) error {
+// heldKey is the state of one hold of a key, in one allocation: the held
+// function's ctx, the lease and its C holding.
+type heldKey struct {
+	ctx   heldCtx
+	lease Lease
+	kept  heldLease
+}
+
+// run runs fn holding h under held.ctx, and ends the hold however fn ends;
+// w is the hold's waiter, with held.ctx on it, and watched says whether
+// the begin registered the loss callback (runHeld).
+func (l *Lock) run(held *heldKey, w *waiter, watched bool, key string, h C.lh_holding, fence uint64, fn HeldFunc) error {
 	// The lock, and so its store, stay alive (no finalizer closes them) until the hold ended.
 	defer runtime.KeepAlive(l)
-	lease := &Lease{Fence: fence, Name: key, held: &heldLease{c: leaseHold{h}}}
-	return lease.held.run(ctx, func(ctx context.Context) error { return fn(ctx, lease) })
+	held.kept.c = leaseHold{h}
+	held.lease = Lease{Fence: fence, Name: key, held: &held.kept}
+	return runHeld(&held.ctx, &held.kept, w, watched, func(ctx context.Context) error { return fn(ctx, &held.lease) })
 }

@@ -48,20 +48,22 @@ impl<H: Held> Kept<H> {
         }
     }
 
+    /// Takes the core's holding out, to end it: `Closed` if it ended already.
+    pub(crate) fn take(&self) -> leasehold::Result<H> {
+        self.holding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, "the hold ended already"))
+    }
+
     /// Ends the holding: fails `Lost` if it was lost while held (LOCK-10),
     /// `Closed` if it ended already. The release runs on to its end even if
     /// its caller gives up (LOCK-11).
     pub(crate) fn end(&self) -> Spawned<()> {
-        let holding = self
-            .holding
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let holding = self.take();
         Spawned::new(calls::runtime(), Cancel::RunOn, async move {
-            match holding {
-                Some(holding) => holding.end().await,
-                None => Err(Error::new(ErrorKind::Closed, "the hold ended already")),
-            }
+            holding?.end().await
         })
     }
 }

@@ -55,6 +55,15 @@ export async function main(url: string, token: string, ca: string): Promise<numb
   const ran: string | null = await summaries.tryHold('chat-1', () => 'ran', {
     signal: controller.signal,
   })
+  const shards: readonly string[] = ['shard-0', 'shard-1', 'shard-2']
+  const fences: bigint[] = await summaries.holdMany(
+    shards,
+    async (leases: Lease[]) => {
+      await summarize(leases[0].signal)
+      return leases.map((lease) => lease.fence)
+    },
+    { signal: controller.signal, wait: '5s' },
+  )
   try {
     await summaries.hold('chat-2', async () => 'late')
   } catch (error) {
@@ -155,6 +164,7 @@ export async function main(url: string, token: string, ca: string): Promise<numb
     ttl +
     (maxHold ?? 0) +
     (ran?.length ?? 0) +
+    fences.length +
     holders.length +
     now +
     limit +

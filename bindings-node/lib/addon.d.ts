@@ -109,19 +109,19 @@ export class NativeLock {
   readonly wait: number | null
   readonly margin: number
   begin(key: string, wait: NativeDuration, cancel: Canceller | null): Eventually<NativeHolding>
+  beginMany(
+    keys: string[],
+    wait: NativeDuration,
+    cancel: Canceller | null,
+  ): Eventually<NativeHolding[]>
   tryBegin(key: string, cancel: Canceller | null): Eventually<NativeHolding | null>
 }
 
-export class NativeHolding {
-  readonly fence: bigint
-  readonly key: string
-  readonly lockName: string
-  readonly lost: boolean
-  readonly lossReason: string | null
-  readonly remaining: number | null
-  watch(onLost: (reason: string) => void): void
-  end(): Eventually<void>
-}
+/**
+ * A held key: an External of the addon's holding (src/holding.rs), opaque
+ * to JS; lib/holding.js wraps it, and the `holding*` functions read and end it.
+ */
+export type NativeHolding = object & { readonly __nativeHolding: never }
 
 export class NativeManualLease {
   readonly name: string
@@ -213,6 +213,15 @@ export interface Native {
     cancel: Canceller | null,
   ): Eventually<NativeStore>
   errorCodes(): string[]
+  holdingFence(holding: NativeHolding): bigint
+  holdingKey(holding: NativeHolding): string
+  holdingLockName(holding: NativeHolding): string
+  holdingLost(holding: NativeHolding): boolean
+  holdingLossReason(holding: NativeHolding): string | null
+  holdingRemaining(holding: NativeHolding): number | null
+  holdingWatch(holding: NativeHolding, onLost: (reason: string) => void): void
+  holdingEnd(holding: NativeHolding): Eventually<void>
+  holdingEndAll(holdings: NativeHolding[]): Eventually<void>
   owner(key: string, instance: string | null): NativeOwner
   defaultIdLayout(): NativeIdLayout
   jsSafeIdLayout(): NativeIdLayout

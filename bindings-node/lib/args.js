@@ -48,6 +48,23 @@ function string(what, value) {
 }
 
 /**
+ * Names or keys: an array of strings (empty ones, and one named twice, are
+ * the core's to refuse).
+ * @param {string} what
+ * @param {unknown} value
+ * @returns {string[]}
+ */
+function strings(what, value) {
+  if (!Array.isArray(value))
+    throw invalid(`${what} must be an array of strings, got ${describe(value)}`)
+  value.forEach((item, at) => {
+    if (typeof item !== 'string')
+      throw invalid(`${what}[${at}] must be a string, got ${describe(item)}`)
+  })
+  return value
+}
+
+/**
  * An optional string.
  * @param {string} what
  * @param {unknown} value
@@ -173,6 +190,7 @@ function describe(value) {
 module.exports = {
   options,
   string,
+  strings,
   optionalString,
   flag,
   duration,

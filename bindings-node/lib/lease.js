@@ -5,7 +5,7 @@
 
 const { LossView } = require('./loss')
 
-/** @typedef {import('./addon').NativeHolding} NativeHolding */
+/** @typedef {import('./holding').Holding} Holding */
 /** @typedef {import('./loss').LossSignal} LossSignal */
 
 /** @typedef {import('../index').Lease} PublicLease */
@@ -15,23 +15,42 @@ const { LossView } = require('./loss')
  * @implements {PublicLease}
  */
 class Lease extends LossView {
-  /** @type {NativeHolding} */
+  /** @type {Holding} */
   #native
+  /** The fence, once read. @type {bigint | null} */
+  #fence = null
+  /** The key, once read. @type {string | null} */
+  #key = null
+  /** The lock's name, once read. @type {string | null} */
+  #lockName = null
 
   /**
    * Made by `hold` and `tryHold`; not for callers.
-   * @param {NativeHolding} native
+   * @param {Holding} native
    * @param {LossSignal} loss
    */
   constructor(native, loss) {
     super(native, loss)
     this.#native = native
-    /** The fence (LOCK-02): hand it to the system you write to. */
-    this.fence = native.fence
-    /** The key held. */
-    this.key = native.key
-    /** The name of the key's lock. */
-    this.lockName = native.lockName
+  }
+
+  /**
+   * The fence (LOCK-02): hand it to the system you write to. Asked of the
+   * addon when first read (a held function that never reads it costs no
+   * call), then kept.
+   */
+  get fence() {
+    return (this.#fence ??= this.#native.fence)
+  }
+
+  /** The key held. */
+  get key() {
+    return (this.#key ??= this.#native.key)
+  }
+
+  /** The name of the key's lock. */
+  get lockName() {
+    return (this.#lockName ??= this.#native.lockName)
   }
 
   /** Milliseconds left before the holder's deadline (0 once lost); `null` without one. */

@@ -1,15 +1,20 @@
 'use strict'
-// Locks: holding a key while a function runs. The core waits in
-// line, renews, keeps the deadline and releases; lib/run.js runs the JS
-// function between `begin` and `end` and turns the outcome into a promise.
+// Locks: holding a key, or many keys at once, while a function runs. The
+// core waits in line, renews, keeps the deadline and releases; lib/run.js
+// runs the JS function between `begin` and `end` and turns the outcome into
+// a promise.
 
 const args = require('./args')
+const { Holding } = require('./holding')
+const { Holdings } = require('./holdings')
 const { Lease } = require('./lease')
 const { LossSignal } = require('./loss')
 const { begin } = require('./run')
 
+/** The options `hold` knows. */
+const HOLD_OPTIONS = ['signal', 'wait']
+
 /** @typedef {import('./addon').NativeLock} NativeLock */
-/** @typedef {import('./addon').NativeHolding} NativeHolding */
 
 /** @typedef {import('../index').Lock} PublicLock */
 
@@ -68,18 +73,63 @@ class Lock {
    * @param {import('../index').HoldOptions} [options]
    * @returns {Promise<T>}
    */
-  async hold(key, fn, options) {
-    args.string('key', key)
+  hold(key, fn, options) {
+    try {
+      args.string('key', key)
+      args.func(fn)
+      const given = args.options('hold options', options, HOLD_OPTIONS)
+      const signal = args.signal(given.signal)
+      const wait = args.duration('wait', given.wait)
+      // Without a signal, a holding the addon had at the call comes as it
+      // is, and only `fn` and the end are awaited (lib/run.js).
+      const got = begin(
+        (canceller) => Holding.of(this.#native.begin(key, wait, canceller)),
+        signal,
+        'gave up waiting for the key',
+      )
+      return got instanceof Promise
+        ? got.then((holding) => this.#holdKey(/** @type {Holding} */ (holding), fn, signal))
+        : this.#holdKey(/** @type {Holding} */ (got), fn, signal)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Waits in line for every key of `keys` at once (LOCK-22), runs
+   * `fn(leases)` holding them all, and releases them all when `fn` settles.
+   * Each lease is a lease of its own (its fence, deadline and loss), given
+   * in the order of `keys`. All or none: when one key cannot be had (the
+   * wait runs out, `options.signal` aborts), every lease taken is released
+   * and every line left; a key named twice rejects INVALID_ARGUMENT. The
+   * leases share one `signal`, aborted when any of them is lost; `holdMany`
+   * then rejects with a LostError, even if `fn` resolved (LOCK-10).
+   * Otherwise as `hold`.
+   * @template T
+   * @param {readonly string[]} keys
+   * @param {(leases: Lease[]) => T | PromiseLike<T>} fn
+   * @param {import('../index').HoldOptions} [options]
+   * @returns {Promise<T>}
+   */
+  async holdMany(keys, fn, options) {
+    const asked = args.strings('keys', keys)
     args.func(fn)
-    const given = args.options('hold options', options, ['signal', 'wait'])
+    const given = args.options('holdMany options', options, ['signal', 'wait'])
     const signal = args.signal(given.signal)
     const wait = args.duration('wait', given.wait)
-    const holding = await begin(
-      (canceller) => this.#native.begin(key, wait, canceller),
-      signal,
-      'gave up waiting for the key',
+    const holdings = /** @type {Holdings} */ (
+      await begin(
+        async (canceller) =>
+          new Holdings(
+            (await this.#native.beginMany(asked, wait, canceller)).map((h) => new Holding(h)),
+          ),
+        signal,
+        'gave up waiting for the keys',
+      )
     )
-    return this.#holdKey(/** @type {NativeHolding} */ (holding), fn, signal)
+    const loss = new LossSignal(holdings, 'one of the leases')
+    const leases = holdings.natives.map((holding) => new Lease(holding, loss))
+    return this.#running.run(holdings, leases, loss, fn, signal)
   }
 
   /**
@@ -99,7 +149,10 @@ class Lock {
     const given = args.options('tryHold options', options, ['signal'])
     const signal = args.signal(given.signal)
     const holding = await begin(
-      (canceller) => this.#native.tryBegin(key, canceller),
+      async (canceller) => {
+        const got = await this.#native.tryBegin(key, canceller)
+        return got === null ? null : new Holding(got)
+      },
       signal,
       'gave up trying for the key',
     )
@@ -110,7 +163,7 @@ class Lock {
    * Runs `fn` while `holding` holds its key (lib/run.js), told of the key's
    * loss when its store closes meanwhile.
    * @template T
-   * @param {NativeHolding} holding
+   * @param {Holding} holding
    * @param {(lease: Lease) => T | PromiseLike<T>} fn
    * @param {AbortSignal | null} signal
    * @returns {Promise<T>}

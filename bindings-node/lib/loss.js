@@ -10,7 +10,7 @@ const { LostError } = require('./errors')
 /** @typedef {import('../index').LossReason} LossReason */
 
 /**
- * What the addon tells of a held thing's loss (a NativeHolding, a NativeSlotHolding).
+ * What the addon tells of a held thing's loss (a Holding of lib/holding.js, a NativeSlotHolding).
  * @typedef {object} Watched
  * @property {boolean} lost
  * @property {string | null} lossReason

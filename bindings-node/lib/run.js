@@ -56,16 +56,47 @@ async function cancellable(call, signal, message) {
  * Starts holding with `start(canceller)`, given up when `signal` aborts:
  * rejects CANCELLED (`message`, the signal's reason as cause), as
  * `cancellable` does; a holding that raced the give-up is ended at once
- * (LOCK-18).
+ * (LOCK-18). Without a signal, the addon's answer is returned as it came:
+ * the holding itself when the addon had it at the call (a free key of the
+ * embedded store), so that the caller awaits nothing; else a promise of it.
+ * Either way a failure is the LeaseholdError of `fromNative`.
  * @template {Ending} H
  * @param {(canceller: Canceller | null) => H | null | PromiseLike<H | null>} start
  * @param {AbortSignal | null} signal
  * @param {string} message
+ * @returns {H | null | Promise<H | null>}
+ */
+function begin(start, signal, message) {
+  if (signal !== null) return beginSignalled(start, signal, message)
+  let got
+  try {
+    got = start(null)
+  } catch (error) {
+    return Promise.reject(fromNative(error))
+  }
+  return got instanceof Promise ? got.catch(rethrowNative) : /** @type {H | null} */ (got)
+}
+
+/**
+ * Throws `fromNative(error)`: what a rejection of the addon becomes.
+ * @param {unknown} error
+ * @returns {never}
+ */
+function rethrowNative(error) {
+  throw fromNative(error)
+}
+
+/**
+ * `begin` with a signal.
+ * @template {Ending} H
+ * @param {(canceller: Canceller | null) => H | null | PromiseLike<H | null>} start
+ * @param {AbortSignal} signal
+ * @param {string} message
  * @returns {Promise<H | null>}
  */
-async function begin(start, signal, message) {
+async function beginSignalled(start, signal, message) {
   const holding = await cancellable(start, signal, message)
-  if (holding !== null && signal?.aborted) {
+  if (holding !== null && signal.aborted) {
     try {
       await holding.end()
     } catch {
@@ -82,57 +113,86 @@ async function begin(start, signal, message) {
  * meanwhile, even if `fn` resolved, keeping `fn`'s value as `result` or its
  * error as `cause` (LOCK-10); CANCELLED once `fn` settled if `signal`
  * aborted while it ran (`loss`'s signal aborts with the signal's reason
- * at once). The holding ends on every exit path (LOCK-11).
+ * at once). The holding ends on every exit path (LOCK-11). `loss` is in
+ * `losses` until then. What `fn` returns is awaited only when it is an
+ * object or a function (a promise, a thenable), and the end only when the
+ * addon answered with a promise: a cycle the embedded store answers at
+ * once awaits nothing but this function.
  * @template V, T
  * @param {Ending} holding
  * @param {V} view what `fn` sees: a Lease, a HeldSlot
  * @param {LossSignal} loss the signal `view` hands out
  * @param {(view: V) => T | PromiseLike<T>} fn
  * @param {AbortSignal | null} signal
+ * @param {Set<LossSignal>} losses
  * @returns {Promise<T>}
  */
-async function run(holding, view, loss, fn, signal) {
-  let stopped = false
-  const stop = () => {
-    stopped = true
-    loss.abort(signal?.reason)
-  }
-  signal?.addEventListener('abort', stop, { once: true })
-  /** @type {{ ok: true, value: T } | { ok: false, error: unknown }} */
-  let outcome
+async function run(holding, view, loss, fn, signal, losses) {
+  losses.add(loss)
   try {
-    // A hold lost between its grant and now (its deadline came while the
-    // process was frozen, LOCK-04) runs nothing; its end rejects LOST.
-    const lostAlready = loss.lostNow()
-    outcome =
-      lostAlready === null ? { ok: true, value: await fn(view) } : { ok: false, error: lostAlready }
-  } catch (error) {
-    outcome = { ok: false, error }
+    let stopped = false
+    /** @type {(() => void) | null} */
+    let stop = null
+    if (signal !== null) {
+      stop = () => {
+        stopped = true
+        loss.abort(signal.reason)
+      }
+      signal.addEventListener('abort', stop, { once: true })
+    }
+    /** @type {{ ok: true, value: T } | { ok: false, error: unknown }} */
+    let outcome
+    try {
+      // A hold lost between its grant and now (its deadline came while the
+      // process was frozen, LOCK-04) runs nothing; its end rejects LOST.
+      const lostAlready = loss.lostNow()
+      if (lostAlready === null) {
+        const value = fn(view)
+        outcome = {
+          ok: true,
+          value:
+            (typeof value === 'object' && value !== null) || typeof value === 'function'
+              ? await value
+              : /** @type {T} */ (value),
+        }
+      } else {
+        outcome = { ok: false, error: lostAlready }
+      }
+    } catch (error) {
+      outcome = { ok: false, error }
+    } finally {
+      if (stop !== null) signal?.removeEventListener('abort', stop)
+    }
+    try {
+      const ended = holding.end()
+      if (ended instanceof Promise) await ended
+    } catch (error) {
+      const failure = fromNative(error)
+      if (!(failure instanceof LostError)) throw failure
+      const lost = new LostError(
+        failure.message,
+        outcome.ok
+          ? { lossReason: failure.lossReason, result: outcome.value }
+          : { lossReason: failure.lossReason, cause: outcome.error },
+      )
+      loss.abort(lost)
+      throw lost
+    }
+    if (stopped) {
+      const error = new LeaseholdError(
+        'CANCELLED',
+        'the hold was given up while its function ran',
+        {
+          cause: outcome.ok ? signal?.reason : outcome.error,
+        },
+      )
+      throw outcome.ok ? Object.assign(error, { result: outcome.value }) : error
+    }
+    if (!outcome.ok) throw outcome.error
+    return outcome.value
   } finally {
-    signal?.removeEventListener('abort', stop)
+    losses.delete(loss)
   }
-  try {
-    await holding.end()
-  } catch (error) {
-    const failure = fromNative(error)
-    if (!(failure instanceof LostError)) throw failure
-    const lost = new LostError(
-      failure.message,
-      outcome.ok
-        ? { lossReason: failure.lossReason, result: outcome.value }
-        : { lossReason: failure.lossReason, cause: outcome.error },
-    )
-    loss.abort(lost)
-    throw lost
-  }
-  if (stopped) {
-    const error = new LeaseholdError('CANCELLED', 'the hold was given up while its function ran', {
-      cause: outcome.ok ? signal?.reason : outcome.error,
-    })
-    throw outcome.ok ? Object.assign(error, { result: outcome.value }) : error
-  }
-  if (!outcome.ok) throw outcome.error
-  return outcome.value
 }
 
 /**
@@ -155,13 +215,8 @@ class Running {
    * @param {AbortSignal | null} signal
    * @returns {Promise<T>}
    */
-  async run(holding, view, loss, fn, signal) {
-    this.#losses.add(loss)
-    try {
-      return await run(holding, view, loss, fn, signal)
-    } finally {
-      this.#losses.delete(loss)
-    }
+  run(holding, view, loss, fn, signal) {
+    return run(holding, view, loss, fn, signal, this.#losses)
   }
 
   /** Aborts the signal of every function still running whose holding the closed store ended. */

@@ -4,7 +4,7 @@
 //! watcher that tells the JS side of its loss until then (LOCK-09: a
 //! second watch throws `INVALID_ARGUMENT`, the bridge's `LossWatch`).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use leasehold::{CancellationToken, Error, ErrorKind, Held, HeldView};
 use leasehold_bridge::LossWatch;
@@ -24,8 +24,9 @@ pub type LossCallback = ThreadsafeFunction<String, (), String, Status, false, tr
 pub(crate) struct Kept<H: Held> {
     view: H::View,
     holding: Mutex<Option<H>>,
-    /// Fired when the holding ends or is dropped: stops the loss watcher.
-    done: CancellationToken,
+    /// Made by the first `watch` (a holding nobody watches costs no token);
+    /// fired when the holding ends or is dropped: stops the loss watcher.
+    done: OnceLock<CancellationToken>,
     /// Claimed by the first `watch`: a holding has one loss callback.
     watched: LossWatch,
     runtime: Handle,
@@ -37,7 +38,7 @@ impl<H: Held> Kept<H> {
         Kept {
             view: holding.view().clone(),
             holding: Mutex::new(Some(holding)),
-            done: CancellationToken::new(),
+            done: OnceLock::new(),
             watched: LossWatch::new(),
             runtime,
         }
@@ -53,7 +54,17 @@ impl<H: Held> Kept<H> {
     /// callback per holding: a second watch throws `INVALID_ARGUMENT`.
     pub(crate) fn watch(&self, on_lost: LossCallback) -> Result<(), Thrown> {
         self.watched.claim().map_err(thrown)?;
-        let done = self.done.clone();
+        let done = self.done.get_or_init(CancellationToken::new).clone();
+        // Ended already (`take` empties the holding before it fires the
+        // token it finds): there is nothing left to watch.
+        if self
+            .holding
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+        {
+            return Ok(());
+        }
         let view = self.view.clone();
         let lost = view.lost_signal();
         self.runtime.spawn(async move {
@@ -72,18 +83,32 @@ impl<H: Held> Kept<H> {
     /// Stops the loss watcher and ends the holding; rejects `CLOSED` if it
     /// ended already.
     pub(crate) fn end<'env>(&self, env: &'env Env) -> napi::Result<Eventually<'env, ()>> {
-        self.done.cancel();
-        let holding = self
+        let holding = self.take();
+        promise::spawn(env, &self.runtime, async move { holding?.end().await })
+    }
+
+    /// Stops the loss watcher and takes the holding, to end it; `CLOSED`
+    /// once it was taken already.
+    pub(crate) fn take(&self) -> leasehold::Result<H> {
+        let taken = self
             .holding
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take();
-        promise::spawn(env, &self.runtime, async move {
-            match holding {
-                Some(holding) => holding.end().await,
-                None => Err(Error::new(ErrorKind::Closed, "the hold ended already")),
-            }
-        })
+        self.stop_watching();
+        taken.ok_or_else(|| Error::new(ErrorKind::Closed, "the hold ended already"))
+    }
+
+    /// Stops the loss watcher, if there is one.
+    fn stop_watching(&self) {
+        if let Some(done) = self.done.get() {
+            done.cancel();
+        }
+    }
+
+    /// The runtime its calls run on.
+    pub(crate) fn runtime(&self) -> &Handle {
+        &self.runtime
     }
 }
 
@@ -91,6 +116,6 @@ impl<H: Held> Drop for Kept<H> {
     /// A holding the JS side dropped without ending it: the core's holding
     /// releases what it holds as it drops (LOCK-11), after the watcher stops.
     fn drop(&mut self) {
-        self.done.cancel();
+        self.stop_watching();
     }
 }

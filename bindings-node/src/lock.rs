@@ -1,4 +1,4 @@
-//! Locks: asking for a key, waiting in line or not.
+//! Locks: asking for a key, waiting in line or not, or for many keys at once.
 
 use leasehold::give_up;
 use leasehold::{HoldOptions, Lock};
@@ -8,7 +8,7 @@ use tokio::runtime::Handle;
 
 use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
-use crate::holding::NativeHolding;
+use crate::holding::{HeldKey, NativeHolding};
 use crate::promise::{self, Eventually};
 
 /// The error message of a `tryBegin` given up by its canceller.
@@ -69,18 +69,38 @@ impl NativeLock {
         key: String,
         wait: Option<JsDuration>,
         cancel: Option<&Canceller>,
-    ) -> napi::Result<Eventually<'env, NativeHolding>> {
+    ) -> napi::Result<Eventually<'env, HeldKey>> {
         let lock = self.lock.clone();
-        let wait = durations::optional("wait", wait);
-        let cancel = cancel.map(Canceller::token);
+        let options = hold_options(wait, cancel);
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
-            let options = HoldOptions {
-                wait: wait?,
-                cancel,
-            };
-            let holding = lock.begin(&key, &options).await?;
+            let holding = lock.begin(&key, &options?).await?;
             Ok(NativeHolding::new(holding, runtime))
+        })
+    }
+
+    /// Waits in line for every key of `keys` at once (`Lock::begin_many`,
+    /// LOCK-22), at most `wait` (else the lock's own), until `cancel` fires;
+    /// resolves with their holdings in the order of `keys`. All or none: a
+    /// key that cannot be had fails the call, every lease taken is released
+    /// and every line left.
+    #[napi(catch_unwind)]
+    pub fn begin_many<'env>(
+        &self,
+        env: &'env Env,
+        keys: Vec<String>,
+        wait: Option<JsDuration>,
+        cancel: Option<&Canceller>,
+    ) -> napi::Result<Eventually<'env, Vec<HeldKey>>> {
+        let lock = self.lock.clone();
+        let options = hold_options(wait, cancel);
+        let runtime = self.runtime.clone();
+        promise::spawn(env, &self.runtime, async move {
+            let holdings = lock.begin_many(&keys, &options?).await?;
+            Ok(holdings
+                .into_iter()
+                .map(|h| NativeHolding::new(h, runtime.clone()))
+                .collect())
         })
     }
 
@@ -94,7 +114,7 @@ impl NativeLock {
         env: &'env Env,
         key: String,
         cancel: Option<&Canceller>,
-    ) -> napi::Result<Eventually<'env, Option<NativeHolding>>> {
+    ) -> napi::Result<Eventually<'env, Option<HeldKey>>> {
         let lock = self.lock.clone();
         let cancel = cancel.map(Canceller::token);
         let runtime = self.runtime.clone();
@@ -111,4 +131,16 @@ impl NativeLock {
             Ok(holding.map(|h| NativeHolding::new(h, runtime)))
         })
     }
+}
+
+/// A call's hold options: its `wait` (else the lock's) and `cancel`'s
+/// token; a bad `wait` fails the call's promise, not the call.
+pub(crate) fn hold_options(
+    wait: Option<JsDuration>,
+    cancel: Option<&Canceller>,
+) -> leasehold::Result<HoldOptions> {
+    Ok(HoldOptions {
+        wait: durations::optional("wait", wait)?,
+        cancel: cancel.map(Canceller::token),
+    })
 }

@@ -2,7 +2,7 @@
 //! leases, slot namespaces, ID generators and closing.
 
 use leasehold::give_up;
-use leasehold::{HoldOptions, Store};
+use leasehold::Store;
 use leasehold_bridge::options;
 use napi::bindgen_prelude::BigInt;
 use napi::Env;
@@ -13,7 +13,7 @@ use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::errors::{thrown, Thrown};
 use crate::idgen::{NativeIdGenerator, NativeIdLayout};
-use crate::lock::NativeLock;
+use crate::lock::{hold_options, NativeLock};
 use crate::manual::NativeManualLease;
 use crate::promise::{self, Eventually};
 use crate::slots::NativeSlots;
@@ -294,16 +294,11 @@ impl NativeStore {
     ) -> napi::Result<Eventually<'env, NativeManualLease>> {
         let store = self.store.clone();
         let ttl = durations::optional("ttl", ttl);
-        let wait = durations::optional("wait", wait);
-        let cancel = cancel.map(Canceller::token);
+        let options = hold_options(wait, cancel);
         let runtime = self.runtime.clone();
         promise::spawn(env, &self.runtime, async move {
             let ttl = ttl?.unwrap_or(leasehold::duration::DEFAULT_TTL);
-            let options = HoldOptions {
-                wait: wait?,
-                cancel,
-            };
-            let lease = store.acquire(&name, ttl, &options).await?;
+            let lease = store.acquire(&name, ttl, &options?).await?;
             Ok(NativeManualLease::new(lease, runtime))
         })
     }

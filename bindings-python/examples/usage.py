@@ -37,6 +37,11 @@ async def main(url: str | None) -> None:
             else:
                 await save_summary("chat-2", "another", maybe.fence)
 
+        shards = [f"shard-{i}" for i in range(8)]
+        async with summaries.hold_many(shards, wait=5) as leases:  # all or none, in order
+            fences: list[int] = [lease.fence for lease in leases]
+            print("holding", len(fences), "shards")
+
         await node_number(store)
 
         batch: leasehold.ManualLease | None = await store.try_acquire("catalog", ttl="1m")

@@ -32,6 +32,31 @@ pub fn name(value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     })
 }
 
+/// Keys: an iterable of `str` (a list, a tuple, a generator), each as
+/// [`name`] takes it; a `str` or `bytes` itself is not one.
+pub fn names(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
+    let py = value.py();
+    let not_keys = || {
+        errors::error(
+            py,
+            ErrorKind::InvalidArgument,
+            format!(
+                "the {what} must be an iterable of str (a list, a tuple), not {}",
+                type_name(value)
+            ),
+        )
+    };
+    if value.is_instance_of::<PyString>() || value.is_instance_of::<PyBytes>() {
+        return Err(not_keys());
+    }
+    let items = value.try_iter().map_err(|_| not_keys())?;
+    let mut names = Vec::with_capacity(value.len().unwrap_or(0));
+    for item in items {
+        names.push(name(&item?, "key")?);
+    }
+    Ok(names)
+}
+
 /// Bytes: a `bytes` object.
 pub fn bytes(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     value

@@ -1,11 +1,16 @@
-//! `Holding`: a key held for a block of Python code, from `begin` to `end`.
+//! `Holding`: a key held for a block of Python code, from `begin` to `end`
+//! (or, with the other keys of a `begin_many`, to `Holding.end_all`).
 
 use leasehold::Holding;
+use leasehold_bridge::Cancel;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use tokio::runtime::Handle;
 
 use crate::kept::Kept;
 use crate::lease::PyLease;
+use crate::loop_driver;
+use crate::runtime;
 
 /// A held key. `end` releases it (and fails `Lost` if the lease was lost
 /// while held, LOCK-10); dropped without `end`, it is released in the
@@ -13,22 +18,27 @@ use crate::lease::PyLease;
 #[pyclass(module = "leasehold._native", name = "Holding", frozen)]
 pub struct PyHolding {
     kept: Kept<Holding>,
+    /// The lease, made on first read and the same object after.
+    lease: PyOnceLock<Py<PyLease>>,
 }
 
 impl PyHolding {
     pub fn new(holding: Holding, runtime: Option<Handle>) -> PyHolding {
         PyHolding {
             kept: Kept::new(holding, runtime),
+            lease: PyOnceLock::new(),
         }
     }
 }
 
 #[pymethods]
 impl PyHolding {
-    /// The lease, for the held block.
+    /// The lease, for the held block: one object per holding.
     #[getter]
-    fn lease(&self) -> PyLease {
-        PyLease::new(self.kept.view().clone())
+    fn lease(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
+        self.lease
+            .get_or_try_init(py, || Py::new(py, PyLease::new(self.kept.view().clone())))
+            .map(|lease| lease.clone_ref(py))
     }
 
     /// Calls `callback(True)` on the running event loop's thread once, if
@@ -49,4 +59,42 @@ impl PyHolding {
     fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
         self.kept.end_blocking(py)
     }
+
+    /// Releases every key of `holdings` at once (`Holding::end_all`,
+    /// LOCK-22): the awaitable fails with the first failure in their order,
+    /// `LeaseLost` if a lease was lost while held, `Closed` if a holding
+    /// ended already (then the others are released in the background). The
+    /// releases run on their own: cancelling the awaiting task does not stop
+    /// them (LOCK-11).
+    #[staticmethod]
+    fn end_all<'py>(
+        py: Python<'py>,
+        holdings: Vec<Bound<'py, PyHolding>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (taken, runtime) = take_all(py, &holdings)?;
+        loop_driver::awaitable(py, runtime.as_ref(), Cancel::RunOn, Holding::end_all(taken))
+    }
+
+    /// [`PyHolding::end_all`] for code without an event loop: waits without the GIL.
+    #[staticmethod]
+    fn end_all_blocking(py: Python<'_>, holdings: Vec<Bound<'_, PyHolding>>) -> PyResult<()> {
+        let (taken, _) = take_all(py, &holdings)?;
+        runtime::wait_run_on(py, Holding::end_all(taken))
+    }
+}
+
+/// The core's holdings of `holdings`, taken to be ended together, and the
+/// runtime their calls run on (the first one's: they come from one lock).
+fn take_all(
+    py: Python<'_>,
+    holdings: &[Bound<'_, PyHolding>],
+) -> PyResult<(Vec<Holding>, Option<Handle>)> {
+    let runtime = holdings
+        .first()
+        .and_then(|h| h.get().kept.runtime().cloned());
+    let taken = holdings
+        .iter()
+        .map(|h| h.get().kept.take(py))
+        .collect::<PyResult<Vec<Holding>>>()?;
+    Ok((taken, runtime))
 }

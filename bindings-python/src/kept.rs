@@ -77,9 +77,14 @@ impl<H: Held> Kept<H> {
         runtime::wait_run_on(py, holding.end())
     }
 
+    /// The runtime its calls run on (`None`: the process's).
+    pub fn runtime(&self) -> Option<&Handle> {
+        self.runtime.as_ref()
+    }
+
     /// Stops the watch and takes the holding, to end it; `Closed` once it
     /// was taken already.
-    fn take(&self, py: Python<'_>) -> PyResult<H> {
+    pub fn take(&self, py: Python<'_>) -> PyResult<H> {
         self.stop_watching();
         self.holding
             .lock()

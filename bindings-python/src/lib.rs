@@ -42,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     idgen::count_forks(m)?;
     m.add_class::<testing::PyVirtualClock>()?;
     m.add_class::<loop_driver::LoopDriver>()?;
+    m.add_class::<loop_driver::Ready>()?;
     m.add_function(wrap_pyfunction!(store::memory, m)?)?;
     m.add_function(wrap_pyfunction!(store::connect, m)?)?;
     m.add_function(wrap_pyfunction!(store::connect_blocking, m)?)?;

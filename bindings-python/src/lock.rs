@@ -1,4 +1,5 @@
-//! `Lock`: a named family of keys with its options; `begin` holds a key.
+//! `Lock`: a named family of keys with its options; `begin` holds a key,
+//! `begin_many` many keys at once.
 
 use std::time::{Duration, Instant};
 
@@ -87,6 +88,32 @@ impl PyLock {
         })
     }
 
+    /// Waits in line for every key of `keys` at once (`Lock::begin_many`,
+    /// LOCK-22; at most `wait`, else the lock's) and holds them all: an
+    /// awaitable of a list of `Holding`s in the order of `keys`. All or
+    /// none: a key that cannot be had fails the call and every lease taken
+    /// is released. Cancelling the awaiting task leaves every line.
+    #[pyo3(signature = (keys, wait=None))]
+    fn begin_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        wait: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let keys = convert::names(keys, "keys")?;
+        let options = hold_options(wait)?;
+        let cancel = Cancel::Token(options.cancel.clone().unwrap_or_default());
+        let lock = self.lock.clone();
+        let runtime = self.runtime.clone();
+        loop_driver::awaitable(py, self.runtime.as_ref(), cancel, async move {
+            let holdings = lock.begin_many(&keys, &options).await?;
+            Ok(holdings
+                .into_iter()
+                .map(|h| PyHolding::new(h, runtime.clone()))
+                .collect::<Vec<_>>())
+        })
+    }
+
     /// Holds `key` if it is free, without waiting (LOCK-17): an awaitable
     /// of a `Holding`, or of `None` when the key is held.
     fn try_begin<'py>(
@@ -119,6 +146,24 @@ impl PyLock {
         let options = hold_options(wait)?;
         runtime::wait_core(py, self.lock.begin(&key, &options))
             .map(|h| PyHolding::new(h, self.runtime.clone()))
+    }
+
+    /// [`PyLock::begin_many`] for code without an event loop: waits without
+    /// the GIL; Ctrl-C leaves every line.
+    #[pyo3(signature = (keys, wait=None))]
+    fn begin_many_blocking(
+        &self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<PyHolding>> {
+        let keys = convert::names(keys, "keys")?;
+        let options = hold_options(wait)?;
+        let holdings = runtime::wait_core(py, self.lock.begin_many(&keys, &options))?;
+        Ok(holdings
+            .into_iter()
+            .map(|h| PyHolding::new(h, self.runtime.clone()))
+            .collect())
     }
 
     /// [`PyLock::try_begin`] for code without an event loop.

@@ -3,8 +3,8 @@
 //!
 //! A call polls its core future at once, on the loop's thread inside the
 //! runtime's context (the bridge's `poll_here`). Done (the embedded store
-//! mostly is), the caller gets a finished asyncio future and nothing
-//! crosses a thread. Not done, the future is parked with the event loop's
+//! mostly is), the caller gets a [`Ready`] awaitable of the answer (no
+//! asyncio future) and nothing crosses a thread. Not done, the future is parked with the event loop's
 //! [`LoopDriver`]: its waker queues it and writes a byte to a socket the
 //! loop watches (`loop.add_reader`), and the loop polls it again on its own
 //! thread. So a core future wakes Python with one write, like a Rust task
@@ -31,6 +31,7 @@ use std::task::{Poll, Wake, Waker};
 
 use leasehold::ErrorKind;
 use leasehold_bridge::{poll_here, Cancel, Caught, Spawned};
+use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
@@ -292,6 +293,40 @@ fn settle<'py>(
     Ok(())
 }
 
+/// The awaitable of a call the core answered at its first poll (most calls
+/// on the embedded store): awaiting it gives the answer, or raises its
+/// error, at once. It spares a finished call the asyncio future (made,
+/// settled, then awaited through the loop's methods) that a call still
+/// waiting gets. Like a finished future, it can be awaited more than once.
+#[pyclass(module = "leasehold._native", name = "Ready", frozen)]
+pub struct Ready {
+    outcome: PyResult<Py<PyAny>>,
+}
+
+#[pymethods]
+impl Ready {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Ends the await with the answer (`StopIteration(answer)`), or raises its error.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        Err(match self.result(py) {
+            Ok(value) => PyStopIteration::new_err((value,)),
+            Err(e) => e,
+        })
+    }
+
+    /// The answer, or raises its error: what awaiting it gives, without the
+    /// await (and the `StopIteration` that ends one).
+    fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.outcome {
+            Ok(value) => Ok(value.clone_ref(py)),
+            Err(e) => Err(e.clone_ref(py)),
+        }
+    }
+}
+
 /// Drops the task of an asyncio future that was cancelled.
 #[pyclass(module = "leasehold._native", name = "CancelHook", frozen)]
 struct CancelHook {
@@ -414,13 +449,15 @@ where
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
     let (event_loop, driver) = current(py)?;
-    let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
     let (id, waker) = driver.get().waker();
     let mut work: Work = Caught::new(Box::pin(async move { fut.await.map(converted) }));
     if let Poll::Ready(outcome) = poll_here(&driver.get().runtime, Pin::new(&mut work), &waker) {
-        settle(py, &future, answer(py, outcome))?;
-        return Ok(future);
+        let ready = Ready {
+            outcome: answer(py, outcome).map(Bound::unbind),
+        };
+        return Ok(Bound::new(py, ready)?.into_any());
     }
+    let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
     // Work that runs on whether or not anybody waits needs no hook.
     let hook = match cancel {
         Cancel::RunOn => None,

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 
-pub use crate::loss_channel::{loss_channel, LossReceiver, LossSender, NothingLost};
+pub use crate::loss_channel::{loss_channel, LossListener, LossReceiver, LossSender, NothingLost};
 
 use crate::clock::Clock;
 use crate::error::Result;
@@ -81,6 +81,10 @@ pub enum HoldAnswer<G = Granted, W = Waiting> {
     },
 }
 
+/// How many holds [`Driver::hold_many`] asks at a time where the store
+/// answers each on its own.
+pub const HOLDS_IN_FLIGHT: usize = 64;
+
 /// A store, as the holder engine sees it.
 ///
 /// Every method names leases by id, never by fence (LOCK-08). A method that
@@ -96,6 +100,28 @@ pub trait Driver: Send + Sync + 'static {
 
     /// Asks for a key. Repeating a request id answers as before (LOCK-03).
     async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer>;
+
+    /// Asks for many keys at once, each a request of its own answered as
+    /// [`Driver::hold`] would answer it, in the order asked (LOCK-22). By
+    /// default [`HOLDS_IN_FLIGHT`] requests are asked at a time, each on its
+    /// own; a store that can grants many in one pass.
+    async fn hold_many(&self, requests: &[HoldRequest]) -> Vec<Result<HoldAnswer>> {
+        use futures::StreamExt;
+        futures::stream::iter(0..requests.len())
+            .map(|at| self.hold(requests[at].clone()))
+            .buffered(HOLDS_IN_FLIGHT)
+            .collect()
+            .await
+    }
+
+    /// How many requests one call of [`Driver::hold_many`] should carry: the
+    /// engine asks for many keys in steps of this many and starts the
+    /// holdings of each step as soon as its answers come, so a step must
+    /// be answered well within a ttl. By default one round of
+    /// [`HOLDS_IN_FLIGHT`] holds.
+    fn hold_many_step(&self) -> usize {
+        HOLDS_IN_FLIGHT
+    }
 
     /// Renews a lease by its id for `ttl` from the store's now (its own ttl when `None`).
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant>;

@@ -7,6 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use rand::Rng;
 use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
@@ -86,30 +87,67 @@ pub(crate) async fn acquire(
     wait: Option<Duration>,
     cancel: Option<&CancellationToken>,
 ) -> Result<Option<Acquired>> {
+    let wait = Wait::from(driver, wait);
+    follow(driver, runtime, request, &wait, cancel, None).await
+}
+
+/// How long a call may wait in line, from when it started.
+struct Wait {
+    /// The bound, as the caller gave it (for the error).
+    bound: Option<Duration>,
+    /// When the bound runs out, on the driver's clock.
+    until: Option<Instant>,
+}
+
+impl Wait {
+    fn from(driver: &Arc<dyn Driver>, bound: Option<Duration>) -> Wait {
+        Wait {
+            bound,
+            until: bound.map(|w| driver.clock().now() + w),
+        }
+    }
+}
+
+/// Asks for a key until it is had as [`acquire`] does, starting from the
+/// store's `first` answer and its send time when one came already.
+async fn follow(
+    driver: &Arc<dyn Driver>,
+    runtime: &Handle,
+    request: HoldRequest,
+    wait: &Wait,
+    cancel: Option<&CancellationToken>,
+    mut first: Option<(Result<HoldAnswer>, Instant)>,
+) -> Result<Option<Acquired>> {
     let clock = driver.clock().clone();
-    let start = clock.now();
-    let wait_until = wait.map(|w| start + w);
+    let (wait_until, wait) = (wait.until, wait.bound);
     let queue = request.queue;
     let request_id = request.request_id;
     let mut backoff = POLL_FIRST;
     loop {
-        if cancel.is_some_and(CancellationToken::is_cancelled) {
-            return Err(cancelled());
-        }
-        let sent_at = clock.now();
-        // The store may take the request before it answers (over a network,
-        // or while reconnecting): a caller that gives up meanwhile withdraws
-        // it, so that neither a place in line nor a grant is left behind.
-        let answer = tokio::select! {
-            biased;
-            a = driver.hold(request.clone()) => a?,
-            _ = cancelled_opt(cancel) => {
-                withdraw(driver, runtime, request_id);
-                return Err(cancelled());
-            }
-            _ = sleep_until_opt(&clock, wait_until), if queue => {
-                withdraw(driver, runtime, request_id);
-                return Err(wait_timeout(wait));
+        let (answer, sent_at) = match first.take() {
+            Some((answer, sent_at)) => (answer?, sent_at),
+            None => {
+                if cancel.is_some_and(CancellationToken::is_cancelled) {
+                    return Err(cancelled());
+                }
+                let sent_at = clock.now();
+                // The store may take the request before it answers (over a
+                // network, or while reconnecting): a caller that gives up
+                // meanwhile withdraws it, so that neither a place in line nor
+                // a grant is left behind.
+                let answer = tokio::select! {
+                    biased;
+                    a = driver.hold(request.clone()) => a?,
+                    _ = cancelled_opt(cancel) => {
+                        withdraw(driver, runtime, request_id);
+                        return Err(cancelled());
+                    }
+                    _ = sleep_until_opt(&clock, wait_until), if queue => {
+                        withdraw(driver, runtime, request_id);
+                        return Err(wait_timeout(wait));
+                    }
+                };
+                (answer, sent_at)
             }
         };
         match answer {
@@ -162,6 +200,127 @@ pub(crate) async fn acquire(
                 };
             }
         }
+    }
+}
+
+/// How many holdings [`Holding::end_all`] ends at once.
+const ENDS_IN_FLIGHT: usize = 256;
+
+/// How many steps of [`acquire_many`] are in flight at once.
+const MANY_STEPS_IN_FLIGHT: usize = 2;
+
+/// Asks for every request ([`Driver::hold_many`], a step of
+/// [`Driver::hold_many_step`] keys at a time) and follows each answer as
+/// [`acquire`] would, all or
+/// none (LOCK-22): `start` makes each grant a holding; once any key fails,
+/// or the wait runs out, or `cancel` fires, the others leave the line or are
+/// withdrawn, every holding made is dropped (which releases it) and the
+/// first failure is the answer.
+pub(crate) async fn acquire_many<S, Fut>(
+    driver: &Arc<dyn Driver>,
+    runtime: &Handle,
+    requests: Vec<HoldRequest>,
+    wait: Option<Duration>,
+    cancel: Option<&CancellationToken>,
+    start: S,
+) -> Result<Vec<Holding>>
+where
+    S: Fn(KeyName, Acquired) -> Fut,
+    Fut: Future<Output = Result<Holding>>,
+{
+    let wait = Wait::from(driver, wait);
+    let clock = driver.clock().clone();
+    let stop = cancel.map_or_else(CancellationToken::new, CancellationToken::child_token);
+    let mut holdings: Vec<Option<Holding>> = Vec::with_capacity(requests.len());
+    let mut failed: Option<Error> = None;
+    let mut in_line = FuturesUnordered::new();
+    let (start, wait_ref, stop_ref, clock_ref) = (&start, &wait, &stop, &clock);
+    // The holdings of a step start as soon as its answers come (their
+    // deadlines counted from the step's send time, their renewal running)
+    // while later steps are asked: a call that takes longer than a ttl
+    // keeps the leases it took first.
+    let size = driver.hold_many_step().max(1);
+    let mut steps = futures::stream::iter(0..requests.len().div_ceil(size))
+        .map(|i| {
+            let step = &requests[i * size..((i + 1) * size).min(requests.len())];
+            async move {
+                let sent_at = clock_ref.now();
+                (step, driver.hold_many(step).await, sent_at)
+            }
+        })
+        .buffered(MANY_STEPS_IN_FLIGHT);
+    let mut asked = 0;
+    while failed.is_none() {
+        // An answer that came wins over a wait that ran out meanwhile (a
+        // free key is had even with a wait of zero), as in `follow`.
+        let next = tokio::select! {
+            biased;
+            next = steps.next() => Ok(next),
+            _ = cancelled_opt(cancel) => Err(cancelled()),
+            _ = sleep_until_opt(&clock, wait.until) => Err(wait_timeout(wait.bound)),
+        };
+        let (step, answers, sent_at) = match next {
+            Ok(Some(answered)) => answered,
+            Ok(None) => break,
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        };
+        asked += step.len();
+        for (request, answer) in step.iter().zip(answers) {
+            let at = holdings.len();
+            holdings.push(None);
+            if let Ok(HoldAnswer::Granted(granted)) = answer {
+                match start(request.name.clone(), Acquired { granted, sent_at }).await {
+                    Ok(holding) => holdings[at] = Some(holding),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
+                }
+                continue;
+            }
+            let request = request.clone();
+            in_line.push(async move {
+                let name = request.name.clone();
+                let first = Some((answer, sent_at));
+                let held =
+                    match follow(driver, runtime, request, wait_ref, Some(stop_ref), first).await {
+                        Ok(Some(acquired)) => start(name, acquired).await,
+                        Ok(None) => Err(Error::new(
+                            ErrorKind::Internal,
+                            "a waiting hold returned no lease",
+                        )),
+                        Err(e) => Err(e),
+                    };
+                (at, held)
+            });
+        }
+    }
+    drop(steps);
+    if failed.is_some() {
+        stop.cancel();
+        withdraw_all(driver, runtime, &requests[asked..]);
+    }
+    while let Some((at, held)) = in_line.next().await {
+        match held {
+            Ok(holding) => holdings[at] = Some(holding),
+            Err(e) => {
+                stop.cancel();
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(holdings.into_iter().flatten().collect()),
+    }
+}
+
+/// Gives up every request of a call that no longer waits for their answers.
+fn withdraw_all(driver: &Arc<dyn Driver>, runtime: &Handle, requests: &[HoldRequest]) {
+    for request in requests {
+        withdraw(driver, runtime, request.request_id);
     }
 }
 
@@ -226,11 +385,9 @@ impl Holding {
         let Acquired { granted, sent_at } = acquired;
         let shared_deadline = group.as_ref().map(|g| g.deadline().clone());
         let held = HeldState::new(driver.clock().clone(), None, shared_deadline);
-        let state = LeaseState::new(name, granted.grant, held);
-        let record = state.clone();
-        granted
-            .lost
-            .on_loss(move |reason| record.held.mark_lost(reason));
+        let state = LeaseState::new(name, &granted.grant, held);
+        let (revoke_at, revoke_in) = (granted.grant.revoke_at, granted.grant.revoke_in);
+        granted.lost.on_loss(state.clone());
         let mut holding = Holding {
             lease: Lease { state },
             driver,
@@ -240,16 +397,17 @@ impl Holding {
             ended: false,
         };
         match (renewal, group) {
-            (Some(r), Some(group)) => holding.renew_in_group(r, group, sent_at).await?,
-            (Some(r), None) => holding.renew_by_id(r, sent_at).await?,
-            (None, _) => holding.hold_without_renewal(),
+            (Some(r), Some(group)) => holding.renew_in_group(r, group, sent_at, revoke_in).await?,
+            (Some(r), None) => holding.renew_by_id(r, sent_at, revoke_in).await?,
+            (None, _) => holding.hold_without_renewal(revoke_at),
         }
         Ok(holding)
     }
 
     /// On a store that renews by group: joins `group`, whose task renews
     /// the lease with the others. The store counts a grant into a group as
-    /// the group's renewal, made after the request was sent at `sent_at`;
+    /// the group's renewal, made after the request was sent at `sent_at`
+    /// (`revoke_in`: the time it said was left before the lease's maxHold);
     /// and so a renewal of the lease by id for the group's ttl, which also
     /// answers a fresh maxHold. The holder's deadline is the earlier of the
     /// group's and the lease's own maxHold one.
@@ -258,8 +416,8 @@ impl Holding {
         r: Renewal,
         group: Arc<Group>,
         mut sent_at: Instant,
+        mut revoke_in: Option<Duration>,
     ) -> Result<()> {
-        let mut revoke_in = self.lease.state.grant.revoke_in;
         let by_group = group.confirmed(sent_at);
         let holder = r
             .by_max_hold(sent_at, revoke_in)
@@ -281,8 +439,12 @@ impl Holding {
     /// granted (a grant, made at once or after a wait in line, was made at
     /// some time after it, so the deadline it gives is one the store has
     /// surely not passed).
-    async fn renew_by_id(&mut self, r: Renewal, mut sent_at: Instant) -> Result<()> {
-        let mut revoke_in = self.lease.state.grant.revoke_in;
+    async fn renew_by_id(
+        &mut self,
+        r: Renewal,
+        mut sent_at: Instant,
+        mut revoke_in: Option<Duration>,
+    ) -> Result<()> {
         let holder = HolderDeadlines::new(r, sent_at, revoke_in).holder();
         if r.renews_first(Some(holder), self.driver.clock().now()) {
             (sent_at, revoke_in) = self.renew_now(r).await?;
@@ -305,13 +467,13 @@ impl Holding {
     }
 
     /// On a store whose leases do not run out (the embedded store): nothing
-    /// renews the lease, and the holder's deadline is its maxHold, as the
-    /// store said it.
-    fn hold_without_renewal(&self) {
-        let state = &self.lease.state;
-        state
+    /// renews the lease, and the holder's deadline is its maxHold, `revoke_at`
+    /// as the store said it.
+    fn hold_without_renewal(&self, revoke_at: Option<Instant>) {
+        self.lease
+            .state
             .held
-            .set_deadline(state.grant.revoke_at, LossReason::Revoked);
+            .set_deadline(revoke_at, LossReason::Revoked);
     }
 
     /// Renews the lease by id now, before the held work starts (as
@@ -394,6 +556,38 @@ impl Holding {
         self.runtime.spawn(async move {
             let _ = driver.release(id).await;
         });
+    }
+
+    /// Ends every holding of `holdings` at once (those [`Lock::begin_many`]
+    /// took, LOCK-22): each is released as [`Holding::end`] releases it (a
+    /// few hundred at a time, the others renewed meanwhile), and the answer
+    /// is the first failure in their order, `Lost` when any was lost while
+    /// held.
+    ///
+    /// [`Lock::begin_many`]: crate::Lock::begin_many
+    pub async fn end_all(holdings: Vec<Holding>) -> Result<()> {
+        // A holding stops being renewed when its end starts: ending a few
+        // hundred at a time keeps the others renewed while releases queue
+        // at a slow store.
+        let mut ends = futures::stream::iter(holdings)
+            .map(Holding::end)
+            .buffered(ENDS_IN_FLIGHT);
+        let mut first = None;
+        while let Some(ended) = ends.next().await {
+            if let Err(e) = ended {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// [`Holding::end_all`] combined with a held function's outcome, as
+    /// [`Holding::finish`] combines one holding's.
+    pub async fn finish_all<T, E>(holdings: Vec<Holding>, outcome: Result<T, E>) -> Result<T, E>
+    where
+        E: From<Error> + Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        combine(Holding::end_all(holdings).await, outcome)
     }
 
     /// Ends the holding and combines the held function's outcome with the

@@ -265,7 +265,7 @@ mod tests {
         };
         let held =
             crate::held::HeldState::new(clock.clone().into(), None, Some(group.deadline().clone()));
-        LeaseState::new(KeyName::new("l", format!("k{id}")), grant, held)
+        LeaseState::new(KeyName::new("l", format!("k{id}")), &grant, held)
     }
 
     /// A group of ttl 9 s and margin 1 s on an embedded store in renewal

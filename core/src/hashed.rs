@@ -8,3 +8,8 @@ pub type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomS
 
 /// A `HashSet` with foldhash's seeded hasher.
 pub type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
+/// A `HashMap` with foldhash's seeded hasher that can be looked up by a
+/// type other than its key's, with the same hash ([`hashbrown::Equivalent`]):
+/// the lease table's keys, looked up by a `KeyName` (`core/src/table/key_ref.rs`).
+pub type LookupMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::RandomState>;

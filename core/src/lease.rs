@@ -8,23 +8,37 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use crate::held::{HeldState, HeldView};
 use crate::ids::LeaseId;
 use crate::loss::LossReason;
+use crate::loss_channel::LossListener;
 use crate::table::{Grant, KeyName};
 
-/// The state one lease shares between its holder and whatever renews it.
+/// The state one lease shares between its holder and whatever renews it:
+/// of its grant, only what outlives the holding's start (its id and fence).
 #[derive(Debug)]
 pub(crate) struct LeaseState {
     pub(crate) name: KeyName,
-    pub(crate) grant: Grant,
+    pub(crate) lease_id: LeaseId,
+    pub(crate) fence: u64,
     pub(crate) held: HeldState,
 }
 
 impl LeaseState {
-    pub(crate) fn new(name: KeyName, grant: Grant, held: HeldState) -> Arc<LeaseState> {
-        Arc::new(LeaseState { name, grant, held })
+    pub(crate) fn new(name: KeyName, grant: &Grant, held: HeldState) -> Arc<LeaseState> {
+        Arc::new(LeaseState {
+            name,
+            lease_id: grant.lease_id,
+            fence: grant.fence,
+            held,
+        })
     }
 
     pub(crate) fn lease_id(&self) -> LeaseId {
-        self.grant.lease_id
+        self.lease_id
+    }
+}
+
+impl LossListener for LeaseState {
+    fn lost(&self, reason: LossReason) {
+        self.held.mark_lost(reason);
     }
 }
 
@@ -51,7 +65,7 @@ impl Lease {
     /// The fence: larger than every fence the store granted before (LOCK-02).
     /// Hand it to the system you write to, so that it can refuse a late writer.
     pub fn fence(&self) -> u64 {
-        self.state.grant.fence
+        self.state.fence
     }
 
     /// The name of the lock the key belongs to.

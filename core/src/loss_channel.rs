@@ -1,9 +1,11 @@
 //! The one-shot channel on which a store says that a lease ended without its
 //! holder. Its receiver is a future, for code that waits, or takes a
-//! callback, which the sender runs at once: a holder that only needs to
+//! listener, which the sender calls at once: a holder that only needs to
 //! record the loss then costs no task, and the loss is recorded before the
 //! store's call that caused it returns (a closed store's leases are lost
-//! by the time `close` returns).
+//! by the time `close` returns). A listener is shared, not boxed: a
+//! holder's own state listens, and a million held leases cost no
+//! allocation for it.
 
 use std::fmt;
 use std::future::Future;
@@ -13,13 +15,18 @@ use std::task::{Context, Poll, Waker};
 
 use crate::loss::LossReason;
 
-type Callback = Box<dyn FnOnce(LossReason) + Send>;
+/// Who hears a lease's loss, once, on the thread that tells it
+/// ([`LossReceiver::on_loss`]).
+pub trait LossListener: Send + Sync {
+    /// The lease was lost, for `reason`.
+    fn lost(&self, reason: LossReason);
+}
 
 /// Where a channel's one loss is: not sent yet (with who waits for it), sent, or gone.
 enum LossStatus {
     Open {
         waker: Option<Waker>,
-        callback: Option<Callback>,
+        listener: Option<Arc<dyn LossListener>>,
     },
     Sent(LossReason),
     /// The sender went away without a loss, or the receiver took the loss.
@@ -42,9 +49,10 @@ pub struct LossSender {
     shared: Arc<LossCell>,
 }
 
-/// The holder's end: await it, or hand it a callback with [`LossReceiver::on_loss`].
+/// The holder's end: await it, or hand it a listener with [`LossReceiver::on_loss`].
 pub struct LossReceiver {
-    shared: Arc<LossCell>,
+    /// `None`: the store tells the loss elsewhere ([`LossReceiver::told_elsewhere`]).
+    shared: Option<Arc<LossCell>>,
 }
 
 /// What a [`LossReceiver`] yields when its sender went away without a loss.
@@ -63,43 +71,50 @@ impl std::error::Error for NothingLost {}
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use leasehold::driver::loss_channel;
+/// use leasehold::driver::{loss_channel, LossListener};
 /// use leasehold::LossReason;
+/// struct Seen(Mutex<Option<LossReason>>);
+/// impl LossListener for Seen {
+///     fn lost(&self, reason: LossReason) {
+///         *self.0.lock().unwrap() = Some(reason);
+///     }
+/// }
 /// let (tx, rx) = loss_channel();
-/// let seen = Arc::new(Mutex::new(None));
-/// let record = seen.clone();
-/// rx.on_loss(move |reason| *record.lock().unwrap() = Some(reason));
+/// let seen = Arc::new(Seen(Mutex::new(None)));
+/// rx.on_loss(seen.clone());
 /// tx.send(LossReason::Closed);
-/// assert_eq!(*seen.lock().unwrap(), Some(LossReason::Closed));
+/// assert_eq!(*seen.0.lock().unwrap(), Some(LossReason::Closed));
 /// ```
 pub fn loss_channel() -> (LossSender, LossReceiver) {
     let shared = Arc::new(LossCell {
         state: Mutex::new(LossStatus::Open {
             waker: None,
-            callback: None,
+            listener: None,
         }),
     });
     (
         LossSender {
             shared: shared.clone(),
         },
-        LossReceiver { shared },
+        LossReceiver {
+            shared: Some(shared),
+        },
     )
 }
 
 impl LossSender {
-    /// Says that the lease was lost: runs the receiver's callback now, on
+    /// Says that the lease was lost: tells the receiver's listener now, on
     /// this thread, or wakes the task awaiting it.
     pub fn send(self, reason: LossReason) {
         let mut state = self.shared.lock();
-        let LossStatus::Open { waker, callback } = std::mem::replace(&mut *state, LossStatus::Done)
+        let LossStatus::Open { waker, listener } = std::mem::replace(&mut *state, LossStatus::Done)
         else {
             return;
         };
-        match callback {
-            Some(callback) => {
+        match listener {
+            Some(listener) => {
                 drop(state);
-                callback(reason);
+                listener.lost(reason);
             }
             None => {
                 *state = LossStatus::Sent(reason);
@@ -127,17 +142,26 @@ impl Drop for LossSender {
 }
 
 impl LossReceiver {
-    /// Runs `callback` with the reason once the lease is lost (at once if it
+    /// The receiver of a lease whose loss the store tells its holder another
+    /// way (a server's connection hears the losses of all its leases on one
+    /// channel): it holds nothing, a listener is never told, and awaiting it
+    /// yields [`NothingLost`] at once.
+    pub fn told_elsewhere() -> LossReceiver {
+        LossReceiver { shared: None }
+    }
+
+    /// Tells `listener` the reason once the lease is lost (at once if it
     /// was lost already); never if the sender goes away without a loss.
-    pub fn on_loss(self, callback: impl FnOnce(LossReason) + Send + 'static) {
-        let mut state = self.shared.lock();
+    pub fn on_loss(self, listener: Arc<dyn LossListener>) {
+        let Some(shared) = self.shared else { return };
+        let mut state = shared.lock();
         match &mut *state {
-            LossStatus::Open { callback: slot, .. } => *slot = Some(Box::new(callback)),
+            LossStatus::Open { listener: slot, .. } => *slot = Some(listener),
             LossStatus::Sent(reason) => {
                 let reason = *reason;
                 *state = LossStatus::Done;
                 drop(state);
-                callback(reason);
+                listener.lost(reason);
             }
             LossStatus::Done => {}
         }
@@ -148,7 +172,10 @@ impl Future for LossReceiver {
     type Output = Result<LossReason, NothingLost>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.shared.lock();
+        let Some(shared) = &self.shared else {
+            return Poll::Ready(Err(NothingLost));
+        };
+        let mut state = shared.lock();
         match &mut *state {
             LossStatus::Open { waker, .. } => {
                 if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
@@ -197,27 +224,34 @@ mod tests {
         let (tx, rx) = loss_channel();
         drop(tx);
         assert_eq!(rx.await, Err(NothingLost));
+        assert_eq!(LossReceiver::told_elsewhere().await, Err(NothingLost));
     }
 
-    // LOCK-09: a callback set after the loss runs at once; one set before runs at the send.
+    /// Records the reasons it is told.
+    struct Record(Mutex<Vec<LossReason>>);
+
+    impl LossListener for Record {
+        fn lost(&self, reason: LossReason) {
+            self.0.lock().unwrap().push(reason);
+        }
+    }
+
+    // LOCK-09: a listener set after the loss is told at once; one set before, at the send.
     #[test]
-    fn lock_09_callbacks_run_once_before_or_after_the_send() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
+    fn lock_09_listeners_are_told_once_before_or_after_the_send() {
+        let seen = Arc::new(Record(Mutex::new(Vec::new())));
         let (tx, rx) = loss_channel();
         tx.send(LossReason::Revoked);
-        let s = seen.clone();
-        rx.on_loss(move |r| s.lock().unwrap().push(r));
+        rx.on_loss(seen.clone());
         let (tx, rx) = loss_channel();
-        let s = seen.clone();
-        rx.on_loss(move |r| s.lock().unwrap().push(r));
-        assert!(seen.lock().unwrap().len() == 1);
+        rx.on_loss(seen.clone());
+        assert!(seen.0.lock().unwrap().len() == 1);
         tx.send(LossReason::Closed);
         let (tx, rx) = loss_channel();
-        let s = seen.clone();
-        rx.on_loss(move |r| s.lock().unwrap().push(r));
+        rx.on_loss(seen.clone());
         drop(tx);
         assert_eq!(
-            *seen.lock().unwrap(),
+            *seen.0.lock().unwrap(),
             [LossReason::Revoked, LossReason::Closed]
         );
     }

@@ -80,12 +80,23 @@ impl MemoryOptions {
     }
 }
 
+/// How many holds the embedded store grants under one taking of its lock
+/// in a `begin_many` (so that other callers are not kept out for long).
+const MEMORY_HOLD_STEP: usize = 1024;
+
+/// Where a holder hears the losses of all its leases: called with the
+/// lease and the reason, under the store's lock (it must not call the store).
+pub type LossSink = Box<dyn Fn(LeaseId, LossReason) + Send + Sync>;
+
 /// The embedded store's tables and what hangs on them: the lease table,
 /// the channels of its waiters and holders, the slot table and its journal.
 struct MemoryTables {
     table: LeaseTable,
     waiters: HashMap<RequestId, oneshot::Sender<Result<Granted>>>,
     losses: HashMap<LeaseId, LossSender>,
+    /// Holders told the losses of all their leases at once
+    /// ([`MemoryDriver::tell_losses`]): their leases have no channel of their own.
+    sinks: HashMap<u64, LossSink>,
     slots: SlotTable,
     journal: Option<Box<dyn SlotJournal>>,
     /// The deadline the timer task sleeps until.
@@ -136,6 +147,7 @@ impl MemoryDriver {
                 table: LeaseTable::new(fences, options.limits),
                 waiters: HashMap::default(),
                 losses: HashMap::default(),
+                sinks: HashMap::default(),
                 slots: SlotTable::new(0),
                 journal: None,
                 timer_at: None,
@@ -157,15 +169,44 @@ impl MemoryDriver {
         self.shared.lock().table.waiting()
     }
 
-    /// A new channel on which the store will say that `lease` ended unseen,
-    /// replacing the one its grant came with (for a server whose client
-    /// came back on another connection); `None` when the lease is not held.
-    pub fn watch_loss(&self, lease: LeaseId) -> Option<LossReceiver> {
-        let mut st = self.shared.lock();
-        st.table.holder_by_id(lease)?;
-        let (tx, rx) = loss_channel();
-        st.losses.insert(lease, tx);
-        Some(rx)
+    /// Tells `holder` the losses of every lease granted to it from now on
+    /// through `sink`, rather than through a channel per lease (a server's
+    /// connection, with its many leases): their grants come with
+    /// [`LossReceiver::told_elsewhere`]. Until [`MemoryDriver::forget_holder`].
+    pub fn tell_losses(&self, holder: u64, sink: LossSink) {
+        self.shared.lock().sinks.insert(holder, sink);
+    }
+
+    /// Stops telling `holder` its losses: those of its leases are told to
+    /// nobody until another holder takes them over ([`MemoryDriver::take_over`]).
+    pub fn forget_holder(&self, holder: u64) {
+        self.shared.lock().sinks.remove(&holder);
+    }
+
+    /// The lease granted to `request`, if it is held.
+    pub fn lease_of(&self, request: RequestId) -> Option<LeaseId> {
+        self.shared.lock().table.lease_of(request)
+    }
+
+    /// The number of the holder of the lease granted to `request`, if it is held.
+    pub fn holder_of_request(&self, request: RequestId) -> Option<u64> {
+        let st = self.shared.lock();
+        st.table
+            .lease_of(request)
+            .and_then(|lease| st.table.holder_number(lease))
+    }
+
+    /// How many leases `holder` holds (a server's connection, against its
+    /// limit of keys).
+    pub fn held_by(&self, holder: u64) -> usize {
+        self.shared.lock().table.held_by(holder)
+    }
+
+    /// Makes `holder`, told its losses through its sink, the holder of
+    /// `lease` from now on (a server's client that came back on another
+    /// connection); `false` when the lease is not held.
+    pub fn take_over(&self, lease: LeaseId, holder: u64) -> bool {
+        take_over_in(&mut self.shared.lock(), lease, holder)
     }
 
     /// Makes the store's slot leases durable: starts from what `journal`
@@ -181,20 +222,28 @@ impl MemoryDriver {
         st.journal = Some(journal);
     }
 
-    /// The leases of renewal group `group`, with the requests they were
-    /// granted to (for a server whose client came back on another connection).
-    pub fn group_members(&self, group: GroupId) -> Vec<(LeaseId, RequestId)> {
-        self.shared.lock().table.group_members(group)
+    /// Makes `holder` the holder of every lease of renewal group `group`
+    /// ([`MemoryDriver::take_over`], for a server whose client came back on
+    /// another connection and renewed the group from there).
+    pub fn take_over_group(&self, group: GroupId, holder: u64) {
+        let mut st = self.shared.lock();
+        for lease in st.table.group_members(group) {
+            take_over_in(&mut st, lease, holder);
+        }
     }
 
-    /// Releases a lease for someone other than the holder that watches it
-    /// (a server's client on another connection, with the lease's id): the
-    /// holder hears it lost (`Unknown`), as a renewal by group would not say so.
-    pub fn release_unseen(&self, lease: LeaseId) -> Result<()> {
+    /// Releases a lease for `holder`. When another holder watches it (a
+    /// server's client released it from another connection, with the
+    /// lease's id), that one hears it lost (`Unknown`), as a renewal by
+    /// group would not say so.
+    pub fn release_for(&self, lease: LeaseId, holder: u64) -> Result<()> {
         self.shared.with_state(|st, now| {
+            let watcher = st.table.holder_number(lease);
             st.table.release(lease, now)?;
-            if let Some(tx) = st.losses.remove(&lease) {
-                tx.send(LossReason::Unknown);
+            if watcher == Some(holder) {
+                st.losses.remove(&lease);
+            } else {
+                tell_loss(st, lease, watcher, LossReason::Unknown);
             }
             Ok(())
         })
@@ -204,23 +253,25 @@ impl MemoryDriver {
     /// (the server, its connections') that [`MemoryDriver::overview`] and
     /// [`MemoryDriver::drain_activity`] show; it changes nothing else.
     pub fn hold_as(&self, request: HoldRequest, holder: u64) -> Result<HoldAnswer> {
-        let request_id = request.request_id;
-        let queue = request.queue && self.shared.capabilities.push;
-        let request = HoldRequest { queue, ..request };
+        let push = self.shared.capabilities.push;
+        self.shared
+            .with_state(|st, now| hold_in(st, request, now, holder, push))
+    }
+
+    /// [`MemoryDriver::hold_as`] for many requests at once, under one lock
+    /// and one reading of the clock (a server's `HoldMany`); each answered
+    /// as `hold_as` would answer it alone, in order.
+    pub fn hold_many_as(
+        &self,
+        requests: impl IntoIterator<Item = HoldRequest>,
+        holder: u64,
+    ) -> Result<Vec<Result<HoldAnswer>>> {
+        let push = self.shared.capabilities.push;
         self.shared.with_state(|st, now| {
-            Ok(match st.table.hold_as(request, now, holder)? {
-                HoldAnswer::Granted(grant) => {
-                    let (tx, rx) = loss_channel();
-                    st.losses.insert(grant.lease_id, tx);
-                    HoldAnswer::Granted(Granted { grant, lost: rx })
-                }
-                HoldAnswer::NotHeld => HoldAnswer::NotHeld,
-                HoldAnswer::Queued { ahead, .. } => {
-                    let (tx, rx) = oneshot::channel();
-                    st.waiters.insert(request_id, tx);
-                    HoldAnswer::Queued { waiting: rx, ahead }
-                }
-            })
+            Ok(requests
+                .into_iter()
+                .map(|request| hold_in(st, request, now, holder, push))
+                .collect())
         })
     }
 
@@ -327,6 +378,66 @@ impl MemoryDriverCore {
     }
 }
 
+/// Asks the table for `request` on behalf of `holder`: a grant gets its
+/// loss channel, a place in line its waiter's channel (waiting only where
+/// the store pushes grants).
+fn hold_in(
+    st: &mut MemoryTables,
+    request: HoldRequest,
+    now: Instant,
+    holder: u64,
+    push: bool,
+) -> Result<HoldAnswer> {
+    let request_id = request.request_id;
+    let queue = request.queue && push;
+    let request = HoldRequest { queue, ..request };
+    Ok(match st.table.hold_as(request, now, holder)? {
+        HoldAnswer::Granted(grant) => {
+            // A retry may come from another of the holder's connections.
+            st.table.set_holder(grant.lease_id, holder);
+            let lost = loss_receiver(st, grant.lease_id, holder);
+            HoldAnswer::Granted(Granted { grant, lost })
+        }
+        HoldAnswer::NotHeld => HoldAnswer::NotHeld,
+        HoldAnswer::Queued { ahead, .. } => {
+            let (tx, rx) = oneshot::channel();
+            st.waiters.insert(request_id, tx);
+            HoldAnswer::Queued { waiting: rx, ahead }
+        }
+    })
+}
+
+/// Makes `holder` the holder of `lease`, told its losses through its sink
+/// rather than the lease's own channel; `false` when the lease is not held.
+fn take_over_in(st: &mut MemoryTables, lease: LeaseId, holder: u64) -> bool {
+    if !st.table.set_holder(lease, holder) {
+        return false;
+    }
+    st.losses.remove(&lease);
+    true
+}
+
+/// Where the holder of a lease just granted hears of its loss: its sink,
+/// if it has one, else a channel of the lease's own.
+fn loss_receiver(st: &mut MemoryTables, lease: LeaseId, holder: u64) -> LossReceiver {
+    if st.sinks.contains_key(&holder) {
+        return LossReceiver::told_elsewhere();
+    }
+    let (tx, rx) = loss_channel();
+    st.losses.insert(lease, tx);
+    rx
+}
+
+/// Tells the holder of `lease` (numbered `holder`) that it is lost: through
+/// the lease's channel, or its holder's sink.
+fn tell_loss(st: &mut MemoryTables, lease: LeaseId, holder: Option<u64>, reason: LossReason) {
+    if let Some(tx) = st.losses.remove(&lease) {
+        tx.send(reason);
+    } else if let Some(sink) = holder.and_then(|h| st.sinks.get(&h)) {
+        sink(lease, reason);
+    }
+}
+
 /// Sends the table's events to whoever waits for them. A grant whose waiter
 /// went away is released at once, never leaked (LOCK-18).
 fn deliver(st: &mut MemoryTables, now: Instant) {
@@ -339,27 +450,23 @@ fn deliver(st: &mut MemoryTables, now: Instant) {
             match event {
                 Event::Granted(grant) => {
                     let lease_id = grant.lease_id;
-                    let (loss_tx, loss_rx) = loss_channel();
-                    let delivered = st.waiters.remove(&grant.request_id).is_some_and(|tx| {
-                        tx.send(Ok(Granted {
-                            grant,
-                            lost: loss_rx,
-                        }))
-                        .is_ok()
-                    });
-                    if delivered {
-                        st.losses.insert(lease_id, loss_tx);
-                    } else {
+                    let Some(tx) = st.waiters.remove(&grant.request_id) else {
+                        let _ = st.table.release(lease_id, now);
+                        continue;
+                    };
+                    let holder = st.table.holder_number(lease_id).unwrap_or_default();
+                    let lost = loss_receiver(st, lease_id, holder);
+                    if tx.send(Ok(Granted { grant, lost })).is_err() {
+                        st.losses.remove(&lease_id);
                         let _ = st.table.release(lease_id, now);
                     }
                 }
                 Event::Lost {
-                    lease_id, reason, ..
-                } => {
-                    if let Some(tx) = st.losses.remove(&lease_id) {
-                        tx.send(reason);
-                    }
-                }
+                    lease_id,
+                    holder,
+                    reason,
+                    ..
+                } => tell_loss(st, lease_id, Some(holder), reason),
                 Event::Failed {
                     request_id,
                     message,
@@ -419,6 +526,20 @@ impl Driver for MemoryDriver {
 
     async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         self.hold_as(request, 0)
+    }
+
+    fn hold_many_step(&self) -> usize {
+        MEMORY_HOLD_STEP
+    }
+
+    async fn hold_many(&self, requests: &[HoldRequest]) -> Vec<Result<HoldAnswer>> {
+        self.hold_many_as(requests.iter().cloned(), 0)
+            .unwrap_or_else(|e| {
+                requests
+                    .iter()
+                    .map(|_| Err(Error::new(e.kind(), e.message())))
+                    .collect()
+            })
     }
 
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {

@@ -10,8 +10,8 @@ use leasehold::driver::{Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldReq
 use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
 use leasehold::table::KeyName;
 use leasehold::{
-    CancellationToken, Error, ErrorKind, GroupId, HoldOptions, LeaseId, LossReason, MemoryDriver,
-    MemoryOptions, RequestId, Store,
+    CancellationToken, Error, ErrorKind, GroupId, HoldOptions, Holding, LeaseId, LossReason,
+    MemoryDriver, MemoryOptions, RequestId, Store,
 };
 
 const S: fn(u64) -> Duration = Duration::from_secs;
@@ -704,4 +704,233 @@ impl Driver for Instrumented {
     async fn close(&self) {
         self.inner.close().await
     }
+}
+
+fn shard_keys(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("shard-{i}")).collect()
+}
+
+// LOCK-22: begin_many holds every key, each a lease of its own with its own
+// fence, in the order asked; each ends on its own.
+#[tokio::test]
+async fn lock_22_begin_many_holds_every_key_with_its_own_lease() {
+    let (_clock, store) = virtual_store(true);
+    let lock = store.lock("shards").open().unwrap();
+    let keys = shard_keys(1_000);
+    let held = lock
+        .begin_many(&keys, &HoldOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(held.len(), keys.len());
+    let mut fences = std::collections::HashSet::new();
+    for (holding, key) in held.iter().zip(&keys) {
+        assert_eq!(holding.lease().key(), key);
+        assert!(fences.insert(holding.lease().fence()));
+        assert!(!holding.lease().lost());
+    }
+    assert_eq!(
+        store_memory(&store).table_holders(Some("shards")).len(),
+        1_000
+    );
+    let mut held = held.into_iter();
+    held.next().unwrap().end().await.unwrap();
+    assert!(holder_of(&store, "shards", "shard-0").is_none());
+    assert!(holder_of(&store, "shards", "shard-1").is_some());
+    for holding in held {
+        holding.end().await.unwrap();
+    }
+    assert!(store_memory(&store)
+        .table_holders(Some("shards"))
+        .is_empty());
+    let none: [&str; 0] = [];
+    assert!(lock
+        .begin_many(&none, &HoldOptions::default())
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+// LOCK-22: all or none: a key that cannot be had within the wait fails the
+// call, and every lease it took is released; the key's own holder keeps it.
+#[tokio::test]
+async fn lock_22_begin_many_is_all_or_none() {
+    let (clock, store) = virtual_store(true);
+    let lock = store.lock("shards").open().unwrap();
+    let other = lock
+        .begin("shard-3", &HoldOptions::default())
+        .await
+        .unwrap();
+    let keys = shard_keys(6);
+    let options = HoldOptions {
+        wait: Some(S(5)),
+        cancel: None,
+    };
+    let lock2 = lock.clone();
+    let keys2 = keys.clone();
+    let call =
+        tokio::spawn(async move { lock2.begin_many(&keys2, &options).await.map(|h| h.len()) });
+    settle().await;
+    assert!(
+        holder_of(&store, "shards", "shard-0").is_some(),
+        "the free keys are held meanwhile"
+    );
+    clock.advance(S(6)).await;
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::WaitTimeout);
+    settle().await;
+    let holders = store_memory(&store).table_holders(Some("shards"));
+    assert_eq!(holders.len(), 1, "{holders:?}");
+    assert_eq!(holders[0].grant.fence, other.lease().fence());
+    assert!(!other.lease().lost());
+    other.end().await.unwrap();
+}
+
+// LOCK-22, LOCK-01: a key in line is granted when its holder lets it go, and
+// the call returns once every key is held; cancelling leaves every line.
+#[tokio::test]
+async fn lock_22_begin_many_waits_in_line_and_can_be_cancelled() {
+    let (_clock, store) = virtual_store(true);
+    let lock = store.lock("shards").open().unwrap();
+    let other = lock
+        .begin("shard-1", &HoldOptions::default())
+        .await
+        .unwrap();
+    let before = other.lease().fence();
+    let keys = shard_keys(3);
+    let (lock2, keys2) = (lock.clone(), keys.clone());
+    let call = tokio::spawn(async move { lock2.begin_many(&keys2, &HoldOptions::default()).await });
+    settle().await;
+    assert!(!call.is_finished());
+    other.end().await.unwrap();
+    let held = tokio::time::timeout(S(5), call)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(held[1].lease().fence() > before);
+    let cancel = CancellationToken::new();
+    let options = HoldOptions {
+        wait: None,
+        cancel: Some(cancel.clone()),
+    };
+    let more = shard_keys(5);
+    let lock3 = lock.clone();
+    let call =
+        tokio::spawn(async move { lock3.begin_many(&more, &options).await.map(|h| h.len()) });
+    settle().await;
+    assert!(holder_of(&store, "shards", "shard-4").is_some());
+    cancel.cancel();
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Cancelled);
+    settle().await;
+    assert!(holder_of(&store, "shards", "shard-4").is_none());
+    for holding in held {
+        holding.end().await.unwrap();
+    }
+    assert!(store_memory(&store)
+        .table_holders(Some("shards"))
+        .is_empty());
+}
+
+// LOCK-22, ERR-01: a key named twice fails InvalidArgument, an empty key
+// EmptyName, and nothing is held.
+#[tokio::test]
+async fn lock_22_begin_many_refuses_a_key_named_twice() {
+    let store = Store::memory();
+    let lock = store.lock("shards").open().unwrap();
+    for (keys, kind) in [
+        (vec!["a", "b", "a"], ErrorKind::InvalidArgument),
+        (vec!["a", ""], ErrorKind::EmptyName),
+    ] {
+        let err = lock
+            .begin_many(&keys, &HoldOptions::default())
+            .await
+            .err()
+            .expect("refused");
+        assert_eq!(err.kind(), kind, "{err}");
+    }
+    assert!(store_memory(&store).table_holders(None).is_empty());
+}
+
+// LOCK-22, LOCK-10, LOCK-11: hold_many_async runs the function holding every
+// key, ends them all afterwards, and fails Lost when any lease was lost,
+// keeping the function's own outcome as the cause; the blocking form too.
+#[tokio::test]
+async fn lock_22_hold_many_ends_every_lease_and_reports_a_loss() {
+    let (clock, store) = virtual_store(true);
+    let lock = store
+        .lock("shards")
+        .ttl(S(2))
+        .max_hold(S(5))
+        .open()
+        .unwrap();
+    let keys = shard_keys(3);
+    let fences = lock
+        .hold_many_async(&keys, |leases| async move {
+            assert_eq!(leases.len(), 3);
+            Ok::<_, Error>(leases.iter().map(|l| l.fence()).collect::<Vec<_>>())
+        })
+        .await
+        .unwrap();
+    assert_eq!(fences.len(), 3);
+    assert!(store_memory(&store).table_holders(None).is_empty());
+    let clock2 = clock.clone();
+    let err = lock
+        .hold_many_async(&keys, |leases| async move {
+            clock2.advance(S(6)).await;
+            assert!(leases.iter().all(|l| l.lost()));
+            Ok::<_, Error>(())
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    assert_eq!(err.loss_reason(), Some(LossReason::Revoked));
+    settle().await;
+    assert!(store_memory(&store).table_holders(None).is_empty());
+}
+
+// LOCK-22: the blocking hold_many holds every key while the function runs on
+// this thread and releases them all after it.
+#[test]
+fn lock_22_blocking_hold_many_releases_every_key() {
+    let store = Store::memory();
+    let lock = store.lock("shards").open().unwrap();
+    let keys = shard_keys(4);
+    let held = lock
+        .hold_many(&keys, |leases| {
+            Ok::<_, Error>(
+                leases
+                    .iter()
+                    .map(|l| l.key().to_owned())
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .unwrap();
+    assert_eq!(held, keys);
+    assert!(store_memory(&store).table_holders(None).is_empty());
+}
+
+// LOCK-22, LOCK-18: a wait of zero bounds only the time in line: free keys
+// are had (the fuzz target ffi_input found them refused WaitTimeout), and a
+// held one fails the call at once, leaving the free ones unheld.
+#[tokio::test]
+async fn lock_22_begin_many_with_a_zero_wait_takes_free_keys() {
+    let store = Store::memory();
+    let lock = store.lock("shards").open().unwrap();
+    let zero = HoldOptions {
+        wait: Some(Duration::ZERO),
+        cancel: None,
+    };
+    let held = lock.begin_many(&shard_keys(3), &zero).await.unwrap();
+    assert_eq!(held.len(), 3);
+    let more = ["shard-9", "shard-1"];
+    let err = lock
+        .begin_many(&more, &zero)
+        .await
+        .err()
+        .expect("shard-1 is held");
+    assert_eq!(err.kind(), ErrorKind::WaitTimeout);
+    settle().await;
+    assert!(holder_of(&store, "shards", "shard-9").is_none());
+    Holding::end_all(held).await.unwrap();
 }

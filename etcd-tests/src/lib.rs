@@ -289,6 +289,26 @@ impl Cluster {
             .expect("an admin client")
     }
 
+    /// Clients of every member but `struck`, made before a fault strikes
+    /// it, for [`Outage::measure`].
+    pub async fn outage(&self, struck: usize) -> Outage {
+        let mut spared = Vec::new();
+        for (i, m) in self
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != struck)
+        {
+            let endpoint = format!("{}://{}", self.scheme(), m.endpoint());
+            let options = self.admin_options(Outage::TRY);
+            match etcd_client::Client::connect([endpoint], Some(options)).await {
+                Ok(client) => spared.push(client),
+                Err(e) => panic!("connect to member {i}: {e}"),
+            }
+        }
+        Outage { spared }
+    }
+
     /// The index of the current leader, asking each running member.
     pub async fn leader(&self) -> Option<usize> {
         let mut ids = Vec::new();
@@ -423,5 +443,34 @@ impl Drop for Cluster {
             }
             self.kill(i);
         }
+    }
+}
+
+/// The cluster's own outage after a fault: how long the members a fault
+/// spared took to take a write again. Tests that bound a client's cost
+/// through a fault by an election measure the election this way when the
+/// cluster is slower than etcd's nominal span (a split vote, a loaded machine).
+pub struct Outage {
+    spared: Vec<etcd_client::Client>,
+}
+
+impl Outage {
+    /// The bound of one try.
+    const TRY: Duration = Duration::from_millis(100);
+
+    /// Writes to the spared members in turn, each try bounded, from now
+    /// until one is taken or `within` has passed; the time it took.
+    pub async fn measure(mut self, within: Duration) -> Duration {
+        let since = Instant::now();
+        let mut turn = 0usize;
+        while since.elapsed() < within {
+            let n = self.spared.len();
+            let put = self.spared[turn % n].put("etcd-tests-outage", turn.to_string(), None);
+            if let Ok(Ok(_)) = tokio::time::timeout(Self::TRY, put).await {
+                break;
+            }
+            turn += 1;
+        }
+        since.elapsed()
     }
 }

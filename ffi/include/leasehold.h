@@ -11,7 +11,7 @@
 
 // The version of the ABI: the header's `LH_ABI_VERSION` must equal
 // [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-#define LH_ABI_VERSION 5
+#define LH_ABI_VERSION 7
 
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
 #define LH_CODE_COUNT 17
@@ -142,9 +142,9 @@ typedef struct {
   // NULL when the call succeeded, else its error, which the receiver
   // frees with `lh_error_free`.
   lh_error *error;
-  // The id of the handle the call made (an `lh_holding`, `lh_manual`,
-  // `lh_store`, `lh_slot_holding` or `lh_slot_lease`, as the call says),
-  // 0 when it made none: `lh_holding h = { outcome.handle };`.
+  // The id of the handle the call made (an `lh_holding`, `lh_holdings`,
+  // `lh_manual`, `lh_store`, `lh_slot_holding` or `lh_slot_lease`, as the
+  // call says), 0 when it made none: `lh_holding h = { outcome.handle };`.
   uint64_t handle;
   // For the calls that may find nothing free (`lh_lock_try_begin_async`,
   // the manual `lh_store_try_acquire_async`, the slot calls): whether it
@@ -160,6 +160,14 @@ typedef struct {
 // (or, for a call given no `now`, maybe on the calling thread before the
 // call returns), must return soon, and must make no blocking `lh_` call.
 typedef void (*lh_done_fn)(uint64_t user, lh_outcome outcome);
+
+// The holdings of one `lh_lock_begin_many_async`, in the order of its
+// keys, until `lh_holdings_take` hands them out (or `lh_holdings_free`
+// releases them).
+typedef struct {
+  // The library's id of the holdings; never dereferenced.
+  uint64_t id;
+} lh_holdings;
 
 // How an ID's 64 bits are split, high bits to low: `time_bits` of ticks
 // since `epoch_ms`, `node_bits` of node number, `sequence_bits` of
@@ -521,6 +529,46 @@ lh_error *lh_holding_end(lh_holding holding);
 // with `user` until called.
 bool lh_holding_end_async(lh_holding holding, lh_done_fn done, uint64_t user, lh_outcome *now);
 
+// Ends every hold of the `count` handles at `holdings` at once (those of
+// `lh_lock_begin_many`, LOCK-22), through the core's `Holding::end_all`:
+// each lease is released as `lh_holding_end` releases it, and every
+// handle is freed. The answer is the first failure in their order:
+// `LH_LOST` if any lease was lost while held. A handle that is not a
+// holding, or one named twice, fails `LH_INVALID_ARGUMENT`, one ended
+// already `LH_CLOSED`, and then none is ended. No handles end nothing.
+//
+// # Safety
+// `holdings` must be NULL or point to `count` readable handles.
+lh_error *lh_holding_end_all(const lh_holding *holdings, size_t count);
+
+// `lh_holding_end_all` without blocking: its outcome (no handle) comes as
+// `lh_outcome`s do. The handles are read, and freed, before this returns.
+//
+// # Safety
+// As for `lh_holding_end_all`; `now` NULL or valid for a write; `done`
+// callable from any thread with `user` until called.
+bool lh_holding_end_all_async(const lh_holding *holdings,
+                              size_t count,
+                              lh_done_fn done,
+                              uint64_t user,
+                              lh_outcome *now);
+
+// Copies the holdings out, in the order of the keys asked for: each one's
+// new `lh_holding` to `out[i]` and its fence to `fences[i]` (`fences` NULL:
+// not wanted), then frees the `lh_holdings` handle. `count` must be the
+// number of keys asked for (`LH_INVALID_ARGUMENT` otherwise, and nothing
+// is taken). Each holding is then ended with `lh_holding_end_all` (or one
+// by one with `lh_holding_end`).
+//
+// # Safety
+// `out` must be NULL (an error unless `count` is 0) or valid for `count`
+// writes; `fences` NULL or valid for `count` writes.
+lh_error *lh_holdings_take(lh_holdings holdings, lh_holding *out, uint64_t *fences, size_t count);
+
+// Frees the `lh_holdings` handle without taking them: every holding in it
+// is released in the background.
+lh_error *lh_holdings_free(lh_holdings holdings);
+
 // The default layout: 41 bits of milliseconds from 2026-01-01, 10 of node
 // (1024 nodes), 12 of sequence (4,096 IDs per millisecond per node).
 lh_id_layout lh_id_layout_default(void);
@@ -713,6 +761,80 @@ bool lh_lock_begin_async(lh_lock lock,
                          lh_done_fn done,
                          uint64_t user,
                          lh_outcome *now);
+
+// `lh_lock_begin_async` that also registers `lost(lost_user, reason)` as
+// the holding's loss callback before handing it out, as
+// `lh_holding_on_lost` would (LOCK-09): one call where a caller that
+// watches every hold made two. The callback may come before the outcome
+// does (a lease lost at once), from the thread that registers it or one of
+// the library's runtime; never after the hold's end returned. A NULL
+// `lost` fails `LH_INVALID_ARGUMENT` and nothing is asked for.
+//
+// # Safety
+// As for `lh_lock_begin_async`; `lost` callable from any thread with
+// `lost_user` until the hold's end returned.
+bool lh_lock_begin_watched_async(lh_lock lock,
+                                 const uint8_t *key,
+                                 size_t key_len,
+                                 const lh_call_options *options,
+                                 lh_cancel cancel,
+                                 lh_lost_fn lost,
+                                 uint64_t lost_user,
+                                 lh_done_fn done,
+                                 uint64_t user,
+                                 lh_outcome *now);
+
+// Asks for every key of `keys` of `lock` at once and waits in line for
+// them, blocking, then holds them all, each a lease of its own (its own
+// fence, renewal, deadline and loss) until it ends (LOCK-22): on the
+// server store hundreds of keys go in one frame. The keys are packed:
+// `count` keys one after another in the `keys_len` bytes at `keys`, the
+// length of each in `key_lens`. `out[i]` receives the holding of key `i`
+// and `fences[i]` (NULL: not wanted) its fence. All or none: when one key
+// cannot be had (`LH_WAIT_TIMEOUT` past the call's or the lock's wait,
+// `LH_CANCELLED` when `cancel` fires, a store failure), the call fails,
+// every lease it took is released and every place it took in a line is
+// left (LOCK-18), and nothing is written. A key named twice fails
+// `LH_INVALID_ARGUMENT`, an empty one `LH_EMPTY_NAME`; no keys hold
+// nothing. `lh_lock_begin_many_async` is the same without blocking a
+// thread while in line; `lh_holding_end_all` ends them all at once.
+//
+// # Safety
+// `keys` must be NULL or point to `keys_len` readable bytes; `key_lens`
+// NULL or point to `count` readable lengths; `options` NULL or readable;
+// `out` NULL (an error unless `count` is 0) or valid for `count` writes;
+// `fences` NULL or valid for `count` writes.
+lh_error *lh_lock_begin_many(lh_lock lock,
+                             const uint8_t *keys,
+                             size_t keys_len,
+                             const size_t *key_lens,
+                             size_t count,
+                             const lh_call_options *options,
+                             lh_cancel cancel,
+                             lh_holding *out,
+                             uint64_t *fences);
+
+// `lh_lock_begin_many` without blocking: it returns at once, and its
+// outcome comes as `lh_outcome`s do (`now`, else `done`; see
+// `lh_outcome`): `handle` is an `lh_holdings`, from which the caller copies
+// the holdings and their fences with `lh_holdings_take` (the library never
+// writes into the caller's memory later). `cancel` ends the wait with
+// `LH_CANCELLED`: every lease taken is released and every line left.
+//
+// # Safety
+// As for `lh_lock_begin_many`'s `keys`, `key_lens` and `options`; `now`
+// NULL or valid for a write; `done` callable from any thread with `user`
+// until called.
+bool lh_lock_begin_many_async(lh_lock lock,
+                              const uint8_t *keys,
+                              size_t keys_len,
+                              const size_t *key_lens,
+                              size_t count,
+                              const lh_call_options *options,
+                              lh_cancel cancel,
+                              lh_done_fn done,
+                              uint64_t user,
+                              lh_outcome *now);
 
 // Holds `key` of `lock` if it is free now, never waiting in line
 // (LOCK-17): `*held` says whether it was; when it was not, nothing else is

@@ -2,7 +2,7 @@
 //! zero, made-up, freed or wrong-kind handle is an error code, never a
 //! dereference (ERR-03). Ids only grow, so a freed id is never reused.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 #[cfg(feature = "testing")]
@@ -12,6 +12,7 @@ use leasehold::{CancellationToken, Error, ErrorKind, Lock, ManualLease, Result, 
 use tokio::runtime::Handle;
 
 use crate::holding::HeldLease;
+use crate::holdings::Holdings;
 use crate::idgen::Ids;
 use crate::slots::holding::HeldSlotHolding;
 
@@ -29,6 +30,7 @@ pub(crate) enum Object {
     Store(OnRuntime<Store>),
     Lock(OnRuntime<Lock>),
     Holding(Arc<HeldLease>),
+    Holdings(Arc<Holdings>),
     Manual(OnRuntime<ManualLease>),
     Slots(OnRuntime<Slots>),
     SlotLease(SlotLease),
@@ -83,6 +85,7 @@ macro_rules! kind {
 kind!(OnRuntime<Store>, Store, "lh_store");
 kind!(OnRuntime<Lock>, Lock, "lh_lock");
 kind!(Arc<HeldLease>, Holding, "lh_holding");
+kind!(Arc<Holdings>, Holdings, "lh_holdings");
 kind!(OnRuntime<ManualLease>, Manual, "lh_manual");
 kind!(OnRuntime<Slots>, Slots, "lh_slots");
 kind!(SlotLease, SlotLease, "lh_slot_lease");
@@ -156,4 +159,30 @@ pub(crate) fn remove<T: Kind>(id: u64) -> Result<T> {
         }
         None => Err(refused::<T>(&t, id, found)),
     }
+}
+
+/// Takes the objects of kind `T` behind every id of `ids` out of the table,
+/// all or none: an id named twice fails `InvalidArgument`, one that names
+/// no such object fails as [`get`] would, and then every object stays.
+pub(crate) fn remove_all<T: Kind>(ids: &[u64]) -> Result<Vec<T>> {
+    let mut t = table();
+    let mut named = BTreeSet::new();
+    let mut found = Vec::with_capacity(ids.len());
+    for &id in ids {
+        if !named.insert(id) {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!("the {} handle {id} is named twice", T::NAME),
+            ));
+        }
+        let object = t.objects.get(&id);
+        match object.and_then(T::from_object) {
+            Some(v) => found.push(v),
+            None => return Err(refused::<T>(&t, id, object)),
+        }
+    }
+    for id in ids {
+        t.objects.remove(id);
+    }
+    Ok(found)
 }

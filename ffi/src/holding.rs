@@ -1,18 +1,20 @@
 //! A key held while the caller's code runs: its lease's state, learning of a
 //! loss as it happens (a callback or a blocking wait, `crate::kept`), and
-//! ending the hold.
+//! ending the hold, or many holds at once (LOCK-22).
 
+use std::future::Future;
 use std::sync::Arc;
 
-use leasehold::Holding;
+use leasehold::{runtime, Holding, Result};
+use tokio::runtime::Handle;
 
-use crate::call::run;
+use crate::call::{block_on, not_in_runtime, run};
 use crate::cancel::lh_cancel;
 use crate::error::{lh_error, lh_loss_reason};
 use crate::handles;
 use crate::input;
 use crate::kept::Kept;
-use crate::pending::{lh_done_fn, lh_outcome};
+use crate::pending::{self, lh_done_fn, lh_outcome, Done};
 
 /// A held key, from `lh_lock_begin` or `lh_lock_try_begin` until `lh_holding_end`.
 #[repr(C)]
@@ -127,4 +129,69 @@ pub unsafe extern "C" fn lh_holding_end_async(
 ) -> bool {
     // SAFETY: passed on from the caller.
     unsafe { HeldLease::end_async_of(holding.id, done, user, now) }
+}
+
+/// Ends every hold of the `count` handles at `holdings` at once (those of
+/// `lh_lock_begin_many`, LOCK-22), through the core's `Holding::end_all`:
+/// each lease is released as `lh_holding_end` releases it, and every
+/// handle is freed. The answer is the first failure in their order:
+/// `LH_LOST` if any lease was lost while held. A handle that is not a
+/// holding, or one named twice, fails `LH_INVALID_ARGUMENT`, one ended
+/// already `LH_CLOSED`, and then none is ended. No handles end nothing.
+///
+/// # Safety
+/// `holdings` must be NULL or point to `count` readable handles.
+#[no_mangle]
+pub unsafe extern "C" fn lh_holding_end_all(
+    holdings: *const lh_holding,
+    count: usize,
+) -> *mut lh_error {
+    run(|| {
+        not_in_runtime()?;
+        // SAFETY: passed on from the caller.
+        let (runtime, ended) = unsafe { ending_all(holdings, count) }?;
+        block_on(&runtime, ended).map(drop)
+    })
+}
+
+/// `lh_holding_end_all` without blocking: its outcome (no handle) comes as
+/// `lh_outcome`s do. The handles are read, and freed, before this returns.
+///
+/// # Safety
+/// As for `lh_holding_end_all`; `now` NULL or valid for a write; `done`
+/// callable from any thread with `user` until called.
+#[no_mangle]
+pub unsafe extern "C" fn lh_holding_end_all_async(
+    holdings: *const lh_holding,
+    count: usize,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    // SAFETY: passed on from the caller.
+    unsafe { pending::start(|| ending_all(holdings, count), done, user, now) }
+}
+
+/// The end of the holds behind `holdings`: their handles freed and their
+/// loss callbacks stopped now, the core's holdings ended by the future.
+///
+/// # Safety
+/// As for `lh_holding_end_all`.
+unsafe fn ending_all(
+    holdings: *const lh_holding,
+    count: usize,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
+    // SAFETY: passed on from the caller.
+    let ids: Vec<u64> = unsafe { input::slice("lh_holding array", holdings, count) }?
+        .iter()
+        .map(|h| h.id)
+        .collect();
+    let kept = handles::remove_all::<Arc<HeldLease>>(&ids)?;
+    let runtime = kept
+        .first()
+        .map_or_else(runtime::process_runtime, |k| k.runtime().clone());
+    let held = kept.iter().map(|k| k.take()).collect::<Result<Vec<_>>>()?;
+    Ok((runtime, async move {
+        Holding::end_all(held).await.map(|()| Done::OK)
+    }))
 }

@@ -77,6 +77,76 @@ pub(crate) unsafe fn optional_bytes(
     ))
 }
 
+/// Borrows the caller's array of `len` values at `ptr` for this call: NULL
+/// or anything with length 0 is empty; NULL with a length, a misaligned
+/// pointer or a length too large for memory fail `InvalidArgument`.
+///
+/// # Safety
+/// `ptr` must be NULL or point to `len` readable values for this call.
+pub(crate) unsafe fn slice<'a, T>(what: &str, ptr: *const T, len: usize) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(invalid(format!(
+            "the {what} is a NULL pointer with length {len}"
+        )));
+    }
+    if !ptr.is_aligned() {
+        return Err(invalid(format!("the {what} pointer is misaligned")));
+    }
+    if len
+        .checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|bytes| bytes > isize::MAX as usize)
+    {
+        return Err(invalid(format!("the {what}'s length {len} is too large")));
+    }
+    // SAFETY: the caller promises `len` readable values at the non-NULL,
+    // aligned `ptr`, and they fit an isize.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Copies `count` strings packed one after another in the caller's
+/// `bytes_len` bytes at `bytes`, the length of each in `lens` (so that a
+/// caller passes two flat arrays, neither holding a pointer): lengths that
+/// do not add up to `bytes_len`, or a string that is not UTF-8, fail
+/// `InvalidArgument`.
+///
+/// # Safety
+/// `bytes` must be NULL or point to `bytes_len` readable bytes, and `lens`
+/// NULL or point to `count` readable lengths, for this call.
+pub(crate) unsafe fn packed_strings(
+    what: &str,
+    bytes: *const u8,
+    bytes_len: usize,
+    lens: *const usize,
+    count: usize,
+) -> Result<Vec<String>> {
+    // SAFETY: passed on from the caller.
+    let lens = unsafe { slice("lengths", lens, count) }?;
+    let total = lens
+        .iter()
+        .try_fold(0usize, |sum, &len| sum.checked_add(len));
+    if total != Some(bytes_len) {
+        return Err(invalid(format!(
+            "the {what}' lengths do not add up to their {bytes_len} bytes"
+        )));
+    }
+    // SAFETY: passed on from the caller.
+    let bytes = unsafe { slice(what, bytes, bytes_len) }?;
+    let mut rest = bytes;
+    lens.iter()
+        .enumerate()
+        .map(|(at, &len)| {
+            let (one, after) = rest.split_at(len);
+            rest = after;
+            std::str::from_utf8(one)
+                .map(str::to_owned)
+                .map_err(|e| invalid(format!("{what} {at} is not UTF-8: {e}")))
+        })
+        .collect()
+}
+
 /// A duration given in nanoseconds; a negative one fails `InvalidTtl`.
 pub(crate) fn duration(what: &str, ns: i64) -> Result<Duration> {
     u64::try_from(ns).map(Duration::from_nanos).map_err(|_| {

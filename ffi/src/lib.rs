@@ -5,14 +5,16 @@
 //! The rules every function keeps (see `docs/go.md` and `include/leasehold.h`):
 //!
 //! - Objects are opaque handles (`lh_store`, `lh_lock`, `lh_holding`,
-//!   `lh_manual`, `lh_slots`, `lh_slot_lease`, `lh_slot_holding`,
+//!   `lh_holdings`, `lh_manual`, `lh_slots`, `lh_slot_lease`, `lh_slot_holding`,
 //!   `lh_ids`, `lh_cancel`, `lh_clock`): small structs carrying an id the library
 //!   looks up, never a pointer the caller could dereference. A zero handle, a handle of another kind
 //!   or a made-up one fails `InvalidArgument`; a handle already closed or
 //!   freed fails `Closed` (ERR-03: no double free, no use after free).
 //! - Borrowed inputs are `pointer + length`, copied before the call returns;
 //!   strings must be UTF-8 (`InvalidArgument` otherwise). A null pointer
-//!   with length 0 is the empty string.
+//!   with length 0 is the empty string. Many strings (`lh_lock_begin_many`'s
+//!   keys) are packed: their bytes one after another, and an array of their
+//!   lengths, so that neither array holds a pointer.
 //! - Every fallible function returns an `lh_error *` (code + message, freed
 //!   by `lh_error_free`) or NULL on success; never a thread-local last error.
 //! - Every export catches panics: a panic becomes an `Internal` error.
@@ -37,6 +39,7 @@ mod cancel;
 mod error;
 mod handles;
 mod holding;
+mod holdings;
 mod idgen;
 mod input;
 mod kept;
@@ -54,9 +57,10 @@ pub use error::{
     lh_error_message, lh_loss_reason, LH_CODE_COUNT,
 };
 pub use holding::{
-    lh_holding, lh_holding_end, lh_holding_end_async, lh_holding_info, lh_holding_on_lost,
-    lh_holding_wait_lost, lh_lease_info, lh_lost_fn,
+    lh_holding, lh_holding_end, lh_holding_end_all, lh_holding_end_all_async, lh_holding_end_async,
+    lh_holding_info, lh_holding_on_lost, lh_holding_wait_lost, lh_lease_info, lh_lost_fn,
 };
+pub use holdings::{lh_holdings, lh_holdings_free, lh_holdings_take};
 pub use idgen::{
     lh_id_generator_info, lh_id_layout, lh_id_layout_default, lh_id_layout_js_safe,
     lh_id_layout_parts, lh_id_layout_seconds, lh_id_parts, lh_ids, lh_ids_close,
@@ -64,7 +68,8 @@ pub use idgen::{
     lh_ids_next_into, lh_ids_open, lh_ids_open_async, lh_ids_options, lh_ids_owner,
 };
 pub use lock::{
-    lh_call_options, lh_lock, lh_lock_begin, lh_lock_begin_async, lh_lock_free, lh_lock_open,
+    lh_call_options, lh_lock, lh_lock_begin, lh_lock_begin_async, lh_lock_begin_many,
+    lh_lock_begin_many_async, lh_lock_begin_watched_async, lh_lock_free, lh_lock_open,
     lh_lock_options, lh_lock_try_begin, lh_lock_try_begin_async,
 };
 pub use manual::{
@@ -94,7 +99,7 @@ pub use testing::{
 
 /// The version of the ABI: the header's `LH_ABI_VERSION` must equal
 /// [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-pub const LH_ABI_VERSION: u32 = 5;
+pub const LH_ABI_VERSION: u32 = 7;
 
 /// The ABI version this library implements (compare with `LH_ABI_VERSION`).
 #[no_mangle]

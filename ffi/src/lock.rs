@@ -3,16 +3,17 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use leasehold::{CancellationToken, HoldOptions, Holding, Lock, Result, Store};
+use leasehold::{CancellationToken, Error, ErrorKind, HoldOptions, Holding, Lock, Result, Store};
 use leasehold_bridge::options::LockOptions;
 use tokio::runtime::Handle;
 
 use crate::call::{block_on, given_up_or, run};
 use crate::cancel::lh_cancel;
-use crate::error::lh_error;
+use crate::error::{lh_error, lh_loss_reason};
 use crate::handles;
 use crate::handles::OnRuntime;
-use crate::holding::lh_holding;
+use crate::holding::{lh_holding, lh_lost_fn};
+use crate::holdings::{give_all, Holdings};
 use crate::input;
 use crate::kept::Kept;
 use crate::pending::{self, lh_done_fn, lh_outcome, Done};
@@ -164,6 +165,41 @@ pub unsafe extern "C" fn lh_lock_begin_async(
     }
 }
 
+/// `lh_lock_begin_async` that also registers `lost(lost_user, reason)` as
+/// the holding's loss callback before handing it out, as
+/// `lh_holding_on_lost` would (LOCK-09): one call where a caller that
+/// watches every hold made two. The callback may come before the outcome
+/// does (a lease lost at once), from the thread that registers it or one of
+/// the library's runtime; never after the hold's end returned. A NULL
+/// `lost` fails `LH_INVALID_ARGUMENT` and nothing is asked for.
+///
+/// # Safety
+/// As for `lh_lock_begin_async`; `lost` callable from any thread with
+/// `lost_user` until the hold's end returned.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn lh_lock_begin_watched_async(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+    lost: lh_lost_fn,
+    lost_user: u64,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    let prepare = || {
+        let lost =
+            lost.ok_or_else(|| Error::new(ErrorKind::InvalidArgument, "the lh_lost_fn is NULL"))?;
+        // SAFETY: passed on from the caller.
+        unsafe { begin_watching(lock, key, key_len, options, cancel, Some((lost, lost_user))) }
+    };
+    // SAFETY: passed on from the caller.
+    unsafe { pending::start(prepare, done, user, now) }
+}
+
 /// The hold of `lh_lock_begin` and `lh_lock_begin_async`, its arguments read.
 ///
 /// # Safety
@@ -176,21 +212,165 @@ unsafe fn begin(
     cancel: lh_cancel,
 ) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
     // SAFETY: passed on from the caller.
-    let key = unsafe { input::string("key", key, key_len) }?;
+    unsafe { begin_watching(lock, key, key_len, options, cancel, None) }
+}
+
+/// A loss callback and its user value.
+type LostCallback = (unsafe extern "C" fn(u64, lh_loss_reason), u64);
+
+/// `begin`, and the loss callback `watch` (if any) registered on the
+/// holding before its handle is handed out.
+///
+/// # Safety
+/// As for `lh_lock_begin`'s `key` and `options`.
+unsafe fn begin_watching(
+    lock: lh_lock,
+    key: *const u8,
+    key_len: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+    watch: Option<LostCallback>,
+) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
     // SAFETY: passed on from the caller.
-    let o = unsafe { input::options(options) };
+    let key = unsafe { input::string("key", key, key_len) }?;
     let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
-    let hold = HoldOptions {
-        wait: o
-            .has_wait
-            .then(|| input::duration("wait", o.wait_ns))
-            .transpose()?,
-        cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
-    };
+    // SAFETY: passed on from the caller.
+    let hold = unsafe { hold_options(options, cancel) }?;
     let runtime = lock.runtime.clone();
     Ok((runtime, async move {
         let holding = lock.value.begin(&key, &hold).await?;
-        Ok(behind_handle(holding, lock.runtime))
+        let Some((callback, user)) = watch else {
+            return Ok(behind_handle(holding, lock.runtime));
+        };
+        let kept = Kept::new(holding, lock.runtime);
+        kept.on_lost(callback, user)?;
+        let fence = kept.view().fence();
+        Ok(Done::made(handles::insert(Arc::new(kept)), fence))
+    }))
+}
+
+/// The core's options of one hold call: its wait bound and cancel token.
+///
+/// # Safety
+/// `options` must be NULL or readable.
+unsafe fn hold_options(options: *const lh_call_options, cancel: lh_cancel) -> Result<HoldOptions> {
+    // SAFETY: passed on from the caller.
+    let o = unsafe { input::options(options) };
+    Ok(HoldOptions {
+        wait: input::given_duration("wait", o.has_wait, o.wait_ns)?,
+        cancel: handles::get_optional::<CancellationToken>(cancel.id)?,
+    })
+}
+
+/// Asks for every key of `keys` of `lock` at once and waits in line for
+/// them, blocking, then holds them all, each a lease of its own (its own
+/// fence, renewal, deadline and loss) until it ends (LOCK-22): on the
+/// server store hundreds of keys go in one frame. The keys are packed:
+/// `count` keys one after another in the `keys_len` bytes at `keys`, the
+/// length of each in `key_lens`. `out[i]` receives the holding of key `i`
+/// and `fences[i]` (NULL: not wanted) its fence. All or none: when one key
+/// cannot be had (`LH_WAIT_TIMEOUT` past the call's or the lock's wait,
+/// `LH_CANCELLED` when `cancel` fires, a store failure), the call fails,
+/// every lease it took is released and every place it took in a line is
+/// left (LOCK-18), and nothing is written. A key named twice fails
+/// `LH_INVALID_ARGUMENT`, an empty one `LH_EMPTY_NAME`; no keys hold
+/// nothing. `lh_lock_begin_many_async` is the same without blocking a
+/// thread while in line; `lh_holding_end_all` ends them all at once.
+///
+/// # Safety
+/// `keys` must be NULL or point to `keys_len` readable bytes; `key_lens`
+/// NULL or point to `count` readable lengths; `options` NULL or readable;
+/// `out` NULL (an error unless `count` is 0) or valid for `count` writes;
+/// `fences` NULL or valid for `count` writes.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn lh_lock_begin_many(
+    lock: lh_lock,
+    keys: *const u8,
+    keys_len: usize,
+    key_lens: *const usize,
+    count: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+    out: *mut lh_holding,
+    fences: *mut u64,
+) -> *mut lh_error {
+    run(|| {
+        if count > 0 {
+            input::check_out("lh_holding", out)?;
+        }
+        // SAFETY: passed on from the caller.
+        let (runtime, begin) =
+            unsafe { begin_many(lock, keys, keys_len, key_lens, count, options, cancel) }?;
+        let held = block_on(&runtime, begin)?;
+        // SAFETY: passed on from the caller; the core answers one holding per key.
+        unsafe { give_all(held, &runtime, out, fences) };
+        Ok(())
+    })
+}
+
+/// `lh_lock_begin_many` without blocking: it returns at once, and its
+/// outcome comes as `lh_outcome`s do (`now`, else `done`; see
+/// `lh_outcome`): `handle` is an `lh_holdings`, from which the caller copies
+/// the holdings and their fences with `lh_holdings_take` (the library never
+/// writes into the caller's memory later). `cancel` ends the wait with
+/// `LH_CANCELLED`: every lease taken is released and every line left.
+///
+/// # Safety
+/// As for `lh_lock_begin_many`'s `keys`, `key_lens` and `options`; `now`
+/// NULL or valid for a write; `done` callable from any thread with `user`
+/// until called.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn lh_lock_begin_many_async(
+    lock: lh_lock,
+    keys: *const u8,
+    keys_len: usize,
+    key_lens: *const usize,
+    count: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+    done: lh_done_fn,
+    user: u64,
+    now: *mut lh_outcome,
+) -> bool {
+    let prepare = || {
+        // SAFETY: passed on from the caller.
+        let (runtime, begin) =
+            unsafe { begin_many(lock, keys, keys_len, key_lens, count, options, cancel) }?;
+        let on = runtime.clone();
+        Ok((runtime, async move {
+            let batch = Holdings::new(begin.await?, on);
+            Ok(Done::made(handles::insert(Arc::new(batch)), 0))
+        }))
+    };
+    // SAFETY: passed on from the caller.
+    unsafe { pending::start(prepare, done, user, now) }
+}
+
+/// The holds of `lh_lock_begin_many` and its async form, their arguments read.
+///
+/// # Safety
+/// As for `lh_lock_begin_many`'s `keys`, `key_lens` and `options`.
+unsafe fn begin_many(
+    lock: lh_lock,
+    keys: *const u8,
+    keys_len: usize,
+    key_lens: *const usize,
+    count: usize,
+    options: *const lh_call_options,
+    cancel: lh_cancel,
+) -> Result<(
+    Handle,
+    impl Future<Output = Result<Vec<Holding>>> + Send + 'static,
+)> {
+    // SAFETY: passed on from the caller.
+    let keys = unsafe { input::packed_strings("keys", keys, keys_len, key_lens, count) }?;
+    let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
+    // SAFETY: passed on from the caller.
+    let hold = unsafe { hold_options(options, cancel) }?;
+    Ok((lock.runtime.clone(), async move {
+        lock.value.begin_many(&keys, &hold).await
     }))
 }
 
@@ -275,7 +455,7 @@ unsafe fn try_begin(
 }
 
 /// Puts a new holding behind a handle: the handle and the lease's fence.
-fn behind_handle(holding: Holding, runtime: Handle) -> Done {
+pub(crate) fn behind_handle(holding: Holding, runtime: Handle) -> Done {
     let kept = Kept::new(holding, runtime);
     let fence = kept.view().fence();
     Done::made(handles::insert(Arc::new(kept)), fence)

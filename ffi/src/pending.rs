@@ -31,9 +31,9 @@ pub struct lh_outcome {
     /// NULL when the call succeeded, else its error, which the receiver
     /// frees with `lh_error_free`.
     pub error: *mut lh_error,
-    /// The id of the handle the call made (an `lh_holding`, `lh_manual`,
-    /// `lh_store`, `lh_slot_holding` or `lh_slot_lease`, as the call says),
-    /// 0 when it made none: `lh_holding h = { outcome.handle };`.
+    /// The id of the handle the call made (an `lh_holding`, `lh_holdings`,
+    /// `lh_manual`, `lh_store`, `lh_slot_holding` or `lh_slot_lease`, as the
+    /// call says), 0 when it made none: `lh_holding h = { outcome.handle };`.
     pub handle: u64,
     /// For the calls that may find nothing free (`lh_lock_try_begin_async`,
     /// the manual `lh_store_try_acquire_async`, the slot calls): whether it

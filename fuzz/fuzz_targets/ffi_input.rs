@@ -3,7 +3,8 @@
 //!
 //! The input is up to six parts separated by `0xff` (a byte that is never
 //! UTF-8, so no part needs escaping): a duration string, a store URL, a
-//! lock name, a key, a manual lease name, and the options' numbers (a flags
+//! lock name, a key (split at `,` into the keys of a begin-many), a manual
+//! lease name, and the options' numbers (a flags
 //! byte, then little-endian i64s: ttl, maxHold, wait, margin, lease ttl,
 //! then an ID layout's bits and tick, its epoch, and an ID).
 //!
@@ -11,7 +12,11 @@
 //! its input calls for (`LH_INVALID_ARGUMENT` for bytes that are not UTF-8
 //! or a bad URL, `LH_INVALID_TTL` for durations, `LH_EMPTY_NAME` or
 //! `LH_INVALID_ARGUMENT` for names); a parsed duration is the core's parse
-//! of the same text; a name the core refuses is never accepted; an ID
+//! of the same text; a name the core refuses is never accepted; a
+//! begin-many of free keys ends in the call, holds them all when every key
+//! is a name the core takes and none is named twice, and holds none
+//! otherwise (packed keys whose lengths do not add up fail
+//! `LH_INVALID_ARGUMENT`); an ID
 //! layout is taken apart by `lh_id_layout_parts` as the core does, or
 //! refused with `LH_INVALID_ARGUMENT` exactly when the core's check fails.
 //! A URL that parses is not connected to (it would reach the network): its
@@ -29,10 +34,11 @@ use leasehold::remote::Target;
 use leasehold::{duration, names};
 use leasehold_ffi::{
     lh_cancel, lh_code, lh_duration_parse, lh_error, lh_error_code, lh_error_free, lh_holding,
-    lh_holding_end, lh_id_layout, lh_id_layout_parts, lh_id_parts, lh_lock, lh_lock_begin_async,
-    lh_lock_free, lh_lock_open, lh_lock_options, lh_lock_try_begin, lh_manual, lh_manual_free,
-    lh_manual_release, lh_outcome, lh_store, lh_store_connect, lh_store_memory,
-    lh_store_try_acquire,
+    lh_holding_end, lh_holding_end_all, lh_holdings, lh_holdings_take, lh_id_layout,
+    lh_id_layout_parts, lh_id_parts, lh_lock, lh_lock_begin_async, lh_lock_begin_many,
+    lh_lock_begin_many_async, lh_lock_free, lh_lock_open, lh_lock_options, lh_lock_try_begin,
+    lh_manual, lh_manual_free, lh_manual_release, lh_outcome, lh_store, lh_store_connect,
+    lh_store_memory, lh_store_try_acquire,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -258,6 +264,7 @@ fn check_lock(name: &[u8], key: &[u8], options: &lh_lock_options) {
         );
     }
     check_begin_async(lock, key);
+    check_begin_many(lock, key);
     assert_eq!(code(lh_lock_free(lock)), lh_code::LH_OK);
 }
 
@@ -305,6 +312,91 @@ fn check_begin_async(lock: lh_lock, key: &[u8]) {
             "lh_lock_begin_async refused the key {key:?}"
         );
     }
+}
+
+/// `lh_lock_begin_many_async` of the keys `part` holds (split at `,`),
+/// every one free: done in the call, all held (each its own fence) when
+/// each is a name the core takes and none repeats, else refused with an
+/// input code and none held; then packed keys whose lengths do not add up.
+fn check_begin_many(lock: lh_lock, part: &[u8]) {
+    unsafe extern "C" fn never(_: u64, _: lh_outcome) {
+        panic!("a begin-many of free keys or bad input went on to the callback");
+    }
+    let keys: Vec<&[u8]> = part.split(|b| *b == b',').collect();
+    let lens: Vec<usize> = keys.iter().map(|k| k.len()).collect();
+    let packed = keys.concat();
+    let mut now = lh_outcome {
+        error: std::ptr::null_mut(),
+        handle: 0,
+        held: false,
+        fence: 0,
+    };
+    // SAFETY: `packed` and `lens` are readable for their lengths; `now`
+    // valid for a write; `never` takes these arguments (and must not be called).
+    let went_on = unsafe {
+        lh_lock_begin_many_async(
+            lock,
+            packed.as_ptr(),
+            packed.len(),
+            lens.as_ptr(),
+            lens.len(),
+            std::ptr::null(),
+            lh_cancel::default(),
+            Some(never),
+            0,
+            &mut now,
+        )
+    };
+    assert!(!went_on, "the begin-many of free keys went on");
+    let distinct = keys.iter().collect::<std::collections::HashSet<_>>().len() == keys.len();
+    let valid = distinct && keys.iter().all(|k| valid_name(k));
+    let c = code(now.error);
+    if !valid {
+        assert!(
+            matches!(c, lh_code::LH_INVALID_ARGUMENT | lh_code::LH_EMPTY_NAME),
+            "lh_lock_begin_many_async of {keys:?} failed {c:?}"
+        );
+        assert_eq!(now.handle, 0, "a refused begin-many made a handle");
+    } else {
+        assert_eq!(c, lh_code::LH_OK, "lh_lock_begin_many_async refused {keys:?}");
+        let mut held = vec![lh_holding::default(); keys.len()];
+        let mut fences = vec![0u64; keys.len()];
+        // SAFETY: `held` and `fences` have room for every key.
+        let c = code(unsafe {
+            lh_holdings_take(
+                lh_holdings { id: now.handle },
+                held.as_mut_ptr(),
+                fences.as_mut_ptr(),
+                keys.len(),
+            )
+        });
+        assert_eq!(c, lh_code::LH_OK);
+        let distinct_fences = fences.iter().collect::<std::collections::HashSet<_>>();
+        assert!(
+            fences.iter().all(|f| *f > 0) && distinct_fences.len() == fences.len(),
+            "fences {fences:?}"
+        );
+        // SAFETY: `held` is readable for its length.
+        let c = code(unsafe { lh_holding_end_all(held.as_ptr(), held.len()) });
+        assert_eq!(c, lh_code::LH_OK);
+    }
+    let mut out = vec![lh_holding::default(); keys.len()];
+    // SAFETY: `packed` is readable for its length and `lens` for theirs;
+    // `out` has room for every key.
+    let c = code(unsafe {
+        lh_lock_begin_many(
+            lock,
+            packed.as_ptr(),
+            packed.len() + 1,
+            lens.as_ptr(),
+            lens.len(),
+            std::ptr::null(),
+            lh_cancel::default(),
+            out.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
+    });
+    assert_eq!(c, lh_code::LH_INVALID_ARGUMENT, "lengths that do not add up");
 }
 
 /// `lh_store_try_acquire` of a manual lease by name with a ttl.

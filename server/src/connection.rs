@@ -25,12 +25,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, SinkExt, StreamExt};
-use leasehold::driver::{
-    Driver, Granted, HoldAnswer, HoldRequest, KeyName, LossReceiver, NothingLost, Waiting,
-};
+use leasehold::driver::{Driver, Granted, HoldAnswer, HoldRequest, KeyName, Waiting};
 use leasehold::remote::protocol::{
-    self, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant, WireHolder,
-    WireSlotLease, VERSION,
+    self, max_holds, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant,
+    WireHolder, WireSlotLease, HOLD_ENTRY_BYTES, VERSION,
 };
 use leasehold::slots::{NamespaceSpec, SlotLease, SlotRequest};
 use leasehold::{duration, names, Error, ErrorKind, GroupId, LeaseId, LossReason, RequestId};
@@ -120,58 +118,56 @@ struct Wait {
     ttl: Duration,
 }
 
-/// What a `Hold` asks, past its key.
+/// What a `Hold` or `HoldMany` asks, past its keys and request ids.
 struct HoldAsk {
-    request_id: RequestId,
     ttl_ms: u64,
     max_hold_ms: Option<u64>,
     queue: bool,
     group: Option<GroupId>,
 }
 
-/// A lease this connection was granted and watches for loss.
-#[derive(Debug, Clone, Copy)]
-struct WatchedLease {
-    generation: u64,
-    request_id: RequestId,
+/// A `HoldAsk` checked.
+struct HoldTerms {
+    ttl: Duration,
+    max_hold: Option<Duration>,
+    queue: bool,
+    group: Option<GroupId>,
+}
+
+impl HoldTerms {
+    /// The store's request for `name` on these terms.
+    fn request(&self, name: KeyName, request_id: RequestId) -> HoldRequest {
+        HoldRequest {
+            name,
+            request_id,
+            ttl: Some(self.ttl),
+            max_hold: self.max_hold,
+            queue: self.queue,
+            group: self.group,
+        }
+    }
+}
+
+/// While a request of a closed connection waits out its grace period, a
+/// hold claims the grace lock (a hold that claims such a request again must
+/// not race the grace period's give-up).
+async fn claim_grace(shared: &ServerContextRef) -> Option<tokio::sync::MutexGuard<'_, ()>> {
+    if shared.in_grace.load(Ordering::Acquire) > 0 {
+        Some(shared.grace.lock().await)
+    } else {
+        None
+    }
 }
 
 type GrantWatch = Tagged<(RequestId, u64), Waiting>;
 
-/// The store's word on a lease this connection watches, as its loss
-/// callback sends it: a loss, or `None` when the lease ended without one.
+/// The store's word that a lease of this connection was lost, as the
+/// connection's loss sink sends it ([`MemoryDriver::tell_losses`]).
+///
+/// [`MemoryDriver::tell_losses`]: leasehold::MemoryDriver::tell_losses
 struct LossNotice {
     lease_id: LeaseId,
-    generation: u64,
-    reason: Option<LossReason>,
-}
-
-/// Sends one [`LossNotice`] to its connection: the loss when the store
-/// says so, else `None` when the callback is dropped unsent.
-struct LossNotifier {
-    tx: mpsc::UnboundedSender<LossNotice>,
-    lease_id: LeaseId,
-    generation: u64,
-    sent: bool,
-}
-
-impl LossNotifier {
-    fn send(&mut self, reason: Option<LossReason>) {
-        self.sent = true;
-        let _ = self.tx.send(LossNotice {
-            lease_id: self.lease_id,
-            generation: self.generation,
-            reason,
-        });
-    }
-}
-
-impl Drop for LossNotifier {
-    fn drop(&mut self) {
-        if !self.sent {
-            self.send(None);
-        }
-    }
+    reason: LossReason,
 }
 
 /// What woke the connection's loop.
@@ -182,7 +178,7 @@ enum Event {
         (RequestId, u64),
         Result<leasehold::Result<Granted>, oneshot::error::RecvError>,
     ),
-    Loss((LeaseId, u64), Result<LossReason, NothingLost>),
+    Loss(LossNotice),
 }
 
 /// Serves a connection admitted past its hello (`frames` read it) until it
@@ -205,17 +201,23 @@ pub(crate) async fn serve<S>(
     let mut sink = FramedWrite::new(wr, outbound_codec());
     sink.set_backpressure_boundary(WRITE_BUFFER);
     let role = admitted.role;
+    let (tell, losses) = mpsc::unbounded_channel();
+    shared.driver.tell_losses(
+        id,
+        Box::new(move |lease_id, reason| {
+            let _ = tell.send(LossNotice { lease_id, reason });
+        }),
+    );
     let mut conn = Connection {
         id,
         shared: shared.clone(),
         role,
         sink,
         waits: HashMap::default(),
-        held: HashMap::default(),
         groups: HashSet::default(),
         lock_names: HashSet::default(),
         grants: FuturesUnordered::new(),
-        losses: mpsc::unbounded_channel(),
+        losses,
         generation: 0,
     };
     let welcome = ServerFrame::Welcome {
@@ -244,6 +246,7 @@ pub(crate) async fn serve<S>(
     let _ = tokio::time::timeout(WRITER_DRAIN, SinkExt::<Bytes>::close(&mut conn.sink)).await;
     let orphans = conn.orphans();
     drop(conn);
+    shared.driver.forget_holder(id);
     if !orphans.is_empty() && !shared.shutdown.is_cancelled() {
         tracing::debug!(
             connection = id,
@@ -285,18 +288,14 @@ struct Connection<W> {
     role: Role,
     sink: FramedWrite<W, LengthDelimitedCodec>,
     waits: HashMap<RequestId, Wait>,
-    held: HashMap<LeaseId, WatchedLease>,
     /// The renewal groups this connection named, whose leases it watches.
     groups: HashSet<GroupId>,
     /// The lock names its holds named lately (at most `LOCK_NAMES`).
     lock_names: HashSet<Arc<str>>,
     grants: FuturesUnordered<GrantWatch>,
-    /// The losses of the leases it watches, sent by their loss callbacks
-    /// (one channel for all, rather than a future per lease).
-    losses: (
-        mpsc::UnboundedSender<LossNotice>,
-        mpsc::UnboundedReceiver<LossNotice>,
-    ),
+    /// The losses of its leases, sent by its loss sink (one channel for
+    /// all, rather than one per lease).
+    losses: mpsc::UnboundedReceiver<LossNotice>,
     generation: u64,
 }
 
@@ -339,9 +338,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             biased;
             _ = self.shared.shutdown.cancelled() => Event::Shutdown,
             Some((tag, out)) = self.grants.next(), if !self.grants.is_empty() => Event::Grant(tag, out),
-            Some(n) = self.losses.1.recv() => {
-                Event::Loss((n.lease_id, n.generation), n.reason.ok_or(NothingLost))
-            }
+            Some(notice) = self.losses.recv() => Event::Loss(notice),
             frame = frames.next() => Event::Frame(frame),
         }
     }
@@ -377,7 +374,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                     }
                 },
                 Event::Grant(tag, out) => self.on_grant(tag, out).await,
-                Event::Loss(tag, out) => self.on_loss(tag, out).await,
+                Event::Loss(notice) => self.on_loss(notice).await,
             };
             if !sent {
                 return End::Broken;
@@ -405,7 +402,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             Ok(Ok(granted)) => {
                 let wire = WireGrant::from(&granted.grant);
                 let lease_id = granted.grant.lease_id;
-                self.watch(granted);
+                self.granted();
                 let sent = self.send(&ServerFrame::Granted(wire)).await;
                 // The end of a handoff a page times (see `release`).
                 if self.shared.live.watched() {
@@ -427,74 +424,21 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         }
     }
 
-    /// A lease of ours ended unseen, or was let go (its channel closed).
-    async fn on_loss(
-        &mut self,
-        (lease_id, generation): (LeaseId, u64),
-        out: Result<LossReason, NothingLost>,
-    ) -> bool {
-        let current = self
-            .held
-            .get(&lease_id)
-            .is_some_and(|h| h.generation == generation);
-        if !current {
-            return true;
-        }
-        self.held.remove(&lease_id);
-        match out {
-            Ok(reason) => {
-                self.shared.metrics.lost(reason);
-                self.send(&ServerFrame::Lost {
-                    lease_id: lease_id.0,
-                    reason: reason.as_str().to_owned(),
-                })
-                .await
-            }
-            Err(_) => true,
-        }
+    /// A lease of ours ended unseen.
+    async fn on_loss(&mut self, LossNotice { lease_id, reason }: LossNotice) -> bool {
+        self.shared.metrics.lost(reason);
+        self.send(&ServerFrame::Lost {
+            lease_id: lease_id.0,
+            reason: reason.as_str().to_owned(),
+        })
+        .await
     }
 
-    /// Watches a lease granted to this connection for loss.
-    fn watch(&mut self, granted: Granted) {
-        let generation = self.next_generation();
-        let lease_id = granted.grant.lease_id;
-        self.held.insert(
-            lease_id,
-            WatchedLease {
-                generation,
-                request_id: granted.grant.request_id,
-            },
-        );
-        self.notify_loss(granted.lost, lease_id, generation);
+    /// Counts a lease granted to this connection. Its loss comes through the
+    /// connection's loss sink, which the store knows by the connection's
+    /// number; the store, not the connection, keeps which leases are whose.
+    fn granted(&self) {
         self.shared.metrics.grants.inc();
-    }
-
-    /// Takes over a lease its client renewed from this connection after
-    /// another one dropped: its losses are pushed here from now on.
-    fn adopt(&mut self, lease_id: LeaseId, request_id: RequestId) {
-        let Some(lost) = self.shared.driver.watch_loss(lease_id) else {
-            return;
-        };
-        let generation = self.next_generation();
-        self.held.insert(
-            lease_id,
-            WatchedLease {
-                generation,
-                request_id,
-            },
-        );
-        self.notify_loss(lost, lease_id, generation);
-    }
-
-    /// Has `lost` tell this connection's loop of the lease's end.
-    fn notify_loss(&self, lost: LossReceiver, lease_id: LeaseId, generation: u64) {
-        let mut notifier = LossNotifier {
-            tx: self.losses.0.clone(),
-            lease_id,
-            generation,
-            sent: false,
-        };
-        lost.on_loss(move |reason| notifier.send(Some(reason)));
     }
 
     fn require_write(&self) -> leasehold::Result<()> {
@@ -509,7 +453,13 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
 
     fn owns_request(&self, request_id: RequestId) -> bool {
         self.waits.contains_key(&request_id)
-            || self.held.values().any(|h| h.request_id == request_id)
+            || self.shared.driver.holder_of_request(request_id) == Some(self.id)
+    }
+
+    /// The keys this connection holds or waits for, against
+    /// `--max-keys-per-connection`.
+    fn booked(&self) -> usize {
+        self.waits.len() + self.shared.driver.held_by(self.id)
     }
 
     async fn answer(&mut self, body: Request) -> leasehold::Result<Reply> {
@@ -524,14 +474,32 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 queue,
                 group,
             } => {
-                let request = HoldAsk {
-                    request_id: RequestId(request_id),
+                let ask = HoldAsk {
                     ttl_ms,
                     max_hold_ms,
                     queue,
                     group: group.map(GroupId),
                 };
-                (Op::Hold, self.hold(lock, key, request).await)
+                (
+                    Op::Hold,
+                    self.hold(lock, key, RequestId(request_id), ask).await,
+                )
+            }
+            Request::HoldMany {
+                lock,
+                keys,
+                ttl_ms,
+                max_hold_ms,
+                queue,
+                group,
+            } => {
+                let ask = HoldAsk {
+                    ttl_ms,
+                    max_hold_ms,
+                    queue,
+                    group: group.map(GroupId),
+                };
+                (Op::HoldMany, self.hold_many(lock, keys, ask).await)
             }
             Request::RenewGroup { group_id, ttl_ms } => (
                 Op::RenewGroup,
@@ -604,67 +572,153 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         Ok(Reply::SlotReleased(released))
     }
 
-    async fn hold(&mut self, lock: String, key: String, ask: HoldAsk) -> leasehold::Result<Reply> {
-        let HoldAsk {
-            request_id,
-            ttl_ms,
-            max_hold_ms,
-            queue,
-            group,
-        } = ask;
+    /// Checks what a `Hold` or `HoldMany` asks of each of its keys.
+    fn hold_terms(&self, lock: &str, ask: &HoldAsk) -> leasehold::Result<HoldTerms> {
         self.require_write()?;
         // The empty lock name is the manual leases' namespace.
         if !lock.is_empty() {
-            names::check("lock name", &lock)?;
+            names::check("lock name", lock)?;
         }
+        let ttl = duration::check_ttl("ttl", Duration::from_millis(ask.ttl_ms))?;
+        let max_hold = duration::check_max_hold(ttl, ask.max_hold_ms.map(Duration::from_millis))?;
+        Ok(HoldTerms {
+            ttl,
+            max_hold,
+            queue: ask.queue,
+            group: ask.group,
+        })
+    }
+
+    async fn hold(
+        &mut self,
+        lock: String,
+        key: String,
+        request_id: RequestId,
+        ask: HoldAsk,
+    ) -> leasehold::Result<Reply> {
+        let terms = self.hold_terms(&lock, &ask)?;
         names::check("key", &key)?;
-        let ttl = duration::check_ttl("ttl", Duration::from_millis(ttl_ms))?;
-        let max_hold = duration::check_max_hold(ttl, max_hold_ms.map(Duration::from_millis))?;
+        let name = KeyName::new(self.lock_name(lock), key);
+        self.admit(request_id, self.booked())?;
+        if let Some(group) = terms.group {
+            self.watch_group(group);
+        }
+        let shared = self.shared.clone();
+        let answer = {
+            let _claim = claim_grace(&shared).await;
+            shared
+                .driver
+                .hold_as(terms.request(name, request_id), self.id)?
+        };
+        Ok(self.book(request_id, answer, &terms))
+    }
+
+    /// Answers a `HoldMany` in one pass: every key is checked first (one bad
+    /// key fails the request), then the store is asked for all of them at
+    /// once, under one lock, each as a `Hold` of its own.
+    async fn hold_many(
+        &mut self,
+        lock: String,
+        keys: Vec<(String, u128)>,
+        ask: HoldAsk,
+    ) -> leasehold::Result<Reply> {
+        let terms = self.hold_terms(&lock, &ask)?;
+        let most = max_holds(self.shared.limits.max_frame);
+        if keys.len() > most {
+            return Err(Error::new(
+                ErrorKind::InvalidArgument,
+                format!(
+                    "a HoldMany may name at most {most} keys (max-frame / {HOLD_ENTRY_BYTES}), got {}",
+                    keys.len()
+                ),
+            ));
+        }
+        for (key, _) in &keys {
+            names::check("key", key)?;
+        }
+        let lock = self.lock_name(lock);
+        if let Some(group) = terms.group {
+            self.watch_group(group);
+        }
+        // `None`: asked of the store; a refusal is its own answer.
+        let mut refusals: Vec<Option<WireError>> = Vec::with_capacity(keys.len());
+        let mut asked = Vec::with_capacity(keys.len());
+        let booked = self.booked();
+        for (key, request_id) in keys {
+            let request_id = RequestId(request_id);
+            match self.admit(request_id, booked + asked.len()) {
+                Ok(()) => {
+                    refusals.push(None);
+                    asked.push(terms.request(KeyName::new(lock.clone(), key), request_id));
+                }
+                Err(e) => refusals.push(Some(WireError::from(&e))),
+            }
+        }
+        let ids: Vec<RequestId> = asked.iter().map(|r| r.request_id).collect();
+        let shared = self.shared.clone();
+        let answers = {
+            let _claim = claim_grace(&shared).await;
+            shared.driver.hold_many_as(asked, self.id)?
+        };
+        let mut answers = ids.into_iter().zip(answers);
+        let replies = refusals
+            .into_iter()
+            .map(|refused| {
+                if let Some(e) = refused {
+                    return Err(e);
+                }
+                match answers.next() {
+                    Some((request_id, Ok(answer))) => Ok(self.book(request_id, answer, &terms)),
+                    Some((_, Err(e))) => Err(WireError::from(&e)),
+                    None => Err(wire(ErrorKind::Internal, "a hold went unanswered")),
+                }
+            })
+            .collect();
+        Ok(Reply::HeldMany(replies))
+    }
+
+    /// Refuses a hold past `--max-keys-per-connection` (`booked`: the keys
+    /// this connection holds or waits for, with the holds of its frame not
+    /// booked yet), unless it asks again for a request this connection has.
+    fn admit(&self, request_id: RequestId, booked: usize) -> leasehold::Result<()> {
         let limit = self.shared.limits.max_keys_per_connection;
-        if self.waits.len() + self.held.len() >= limit && !self.owns_request(request_id) {
+        if booked >= limit && !self.owns_request(request_id) {
             return Err(Error::new(
                 ErrorKind::Unavailable,
                 format!("this connection already holds or waits for {limit} keys (--max-keys-per-connection)"),
             ));
         }
-        let request = HoldRequest {
-            name: KeyName::new(self.lock_name(lock), key),
-            request_id,
-            ttl: Some(ttl),
-            max_hold,
-            queue,
-            group,
-        };
-        if let Some(group) = group {
-            self.watch_group(group);
-        }
-        let answer = {
-            let _claim = if self.shared.in_grace.load(Ordering::Acquire) > 0 {
-                Some(self.shared.grace.lock().await)
-            } else {
-                None
-            };
-            self.shared.driver.hold_as(request, self.id)?
-        };
+        Ok(())
+    }
+
+    /// Books the store's answer to one hold of this connection: a grant is
+    /// watched for its loss, a place in line for its grant.
+    fn book(&mut self, request_id: RequestId, answer: HoldAnswer, terms: &HoldTerms) -> Reply {
         match answer {
             HoldAnswer::Granted(granted) => {
                 // A retried request may have waited here: its old receiver is stale now.
                 self.waits.remove(&request_id);
                 let wire = WireGrant::from(&granted.grant);
-                self.watch(granted);
-                Ok(Reply::Granted(wire))
+                self.granted();
+                Reply::Granted(wire)
             }
-            HoldAnswer::NotHeld => Ok(Reply::NotHeld),
+            HoldAnswer::NotHeld => Reply::NotHeld,
             HoldAnswer::Queued { waiting, ahead } => {
                 let generation = self.next_generation();
-                self.waits.insert(request_id, Wait { generation, ttl });
+                self.waits.insert(
+                    request_id,
+                    Wait {
+                        generation,
+                        ttl: terms.ttl,
+                    },
+                );
                 self.grants.push(Tagged {
                     tag: (request_id, generation),
                     fut: waiting,
                 });
-                Ok(Reply::Queued {
+                Reply::Queued {
                     ahead: u64::try_from(ahead).unwrap_or(u64::MAX),
-                })
+                }
             }
         }
     }
@@ -688,11 +742,11 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 Ok(ttl) => self.shared.driver.renew(lease_id, Some(ttl)).await,
                 Err(e) => Err(e),
             };
-            if let Ok(grant) = &renewed {
+            if renewed.is_ok() {
                 self.shared.metrics.renewals.inc();
-                if !self.held.contains_key(&lease_id) {
-                    self.adopt(lease_id, grant.request_id);
-                }
+                // Its losses are told here from now on (a client that came
+                // back on this connection after another one dropped).
+                self.shared.driver.take_over(lease_id, self.id);
             }
             answers.push(
                 renewed
@@ -726,17 +780,12 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         name
     }
 
-    /// Watches for loss every lease of `group` this connection does not
-    /// watch yet, the first time it names the group (a client that came
-    /// back on a new connection).
+    /// Watches for loss every lease of `group` the first time this
+    /// connection names the group (a client that came back on a new
+    /// connection): their losses are told here from now on.
     fn watch_group(&mut self, group: GroupId) {
-        if !self.groups.insert(group) {
-            return;
-        }
-        for (lease_id, request_id) in self.shared.driver.group_members(group) {
-            if !self.held.contains_key(&lease_id) {
-                self.adopt(lease_id, request_id);
-            }
+        if self.groups.insert(group) {
+            self.shared.driver.take_over_group(group, self.id);
         }
     }
 
@@ -748,11 +797,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 self.shared.live.releasing(key);
             }
         }
-        if self.held.remove(&lease_id).is_some() {
-            self.shared.driver.release(lease_id).await?;
-        } else {
-            self.shared.driver.release_unseen(lease_id)?;
-        }
+        self.shared.driver.release_for(lease_id, self.id)?;
         self.shared.metrics.releases.inc();
         Ok(Reply::Released)
     }
@@ -761,8 +806,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         self.require_write()?;
         let out = self.shared.driver.give_up(request_id).await?;
         self.waits.remove(&request_id);
-        if let leasehold::driver::GiveUp::Released(lease_id) = out {
-            self.held.remove(&lease_id);
+        if let leasehold::driver::GiveUp::Released(_) = out {
             self.shared.metrics.releases.inc();
         }
         Ok(Reply::GaveUp(out.into()))

@@ -33,10 +33,12 @@ pub enum Op {
     SlotRelease,
     /// `RenewGroup`.
     RenewGroup,
+    /// `HoldMany`.
+    HoldMany,
 }
 
 impl Op {
-    const ALL: [Op; 10] = [
+    const ALL: [Op; 11] = [
         Op::Hold,
         Op::Renew,
         Op::Release,
@@ -47,6 +49,7 @@ impl Op {
         Op::SlotRenew,
         Op::SlotRelease,
         Op::RenewGroup,
+        Op::HoldMany,
     ];
 
     /// The label value.
@@ -62,6 +65,7 @@ impl Op {
             Op::SlotRenew => "slot_renew",
             Op::SlotRelease => "slot_release",
             Op::RenewGroup => "renew_group",
+            Op::HoldMany => "hold_many",
         }
     }
 }

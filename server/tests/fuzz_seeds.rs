@@ -88,6 +88,14 @@ fn every_request() -> Vec<ClientFrame> {
             group_id: 99,
             ttl_ms: 10_000,
         },
+        Request::HoldMany {
+            lock: "jobs".into(),
+            keys: vec![("m1".into(), 101), ("m2".into(), 102), ("k".into(), 103)],
+            ttl_ms: 10_000,
+            max_hold_ms: None,
+            queue: true,
+            group: Some(99),
+        },
     ]
     .into_iter()
     .zip(1..)

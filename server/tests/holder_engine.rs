@@ -190,3 +190,85 @@ async fn lock_21_an_unreachable_store_bounds_the_release_by_the_deadline() {
         "hold returned {elapsed:?} after the kill, ttl {ttl:?}"
     );
 }
+
+fn shard_keys(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("shard-{i}")).collect()
+}
+
+// LOCK-22: begin_many on the server store: 2,000 keys (several HoldMany
+// frames), each its own lease with its own fence and its own loss (maxHold
+// revokes every one, each told on its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_22_begin_many_on_the_server_store() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let (a, b) = (connect(&server.url()).await, connect(&server.url()).await);
+    let keys = shard_keys(2_000);
+    let lock = a.lock("shards").ttl(S(30)).open().unwrap();
+    let held = lock
+        .begin_many(&keys, &HoldOptions::default())
+        .await
+        .unwrap();
+    let fences: std::collections::HashSet<u64> = held.iter().map(|h| h.lease().fence()).collect();
+    assert_eq!(fences.len(), keys.len());
+    assert!(held.iter().zip(&keys).all(|(h, k)| h.lease().key() == k));
+    let other = b.lock("shards").ttl(S(30)).open().unwrap();
+    for key in ["shard-0", "shard-1999"] {
+        assert!(other.try_begin(key).await.unwrap().is_none(), "{key}");
+    }
+    for holding in held {
+        holding.end().await.unwrap();
+    }
+    assert!(other.try_begin("shard-1999").await.unwrap().is_some());
+
+    let capped = a
+        .lock("capped")
+        .ttl(S(1))
+        .max_hold(Duration::from_millis(1500))
+        .open()
+        .unwrap();
+    let held = capped
+        .begin_many(&shard_keys(600), &HoldOptions::default())
+        .await
+        .unwrap();
+    for holding in &held {
+        timeout(S(5), holding.lease().lost_signal()).await.unwrap();
+        assert_eq!(holding.lease().loss_reason(), Some(LossReason::Revoked));
+    }
+}
+
+// LOCK-22: all or none across clients: a key another client holds past the
+// wait fails the call, and every lease it took is released at once (long
+// before its 30 s ttl could let it go).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_22_begin_many_releases_what_it_took_when_one_key_fails() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let (a, b) = (connect(&server.url()).await, connect(&server.url()).await);
+    let other = b.lock("shards").ttl(S(30)).open().unwrap();
+    let taken = other
+        .begin("shard-7", &HoldOptions::default())
+        .await
+        .unwrap();
+    let lock = a.lock("shards").ttl(S(30)).open().unwrap();
+    let options = HoldOptions {
+        wait: Some(Duration::from_millis(500)),
+        cancel: None,
+    };
+    let err = lock
+        .begin_many(&shard_keys(10), &options)
+        .await
+        .err()
+        .expect("a key was held past the wait");
+    assert_eq!(err.kind(), ErrorKind::WaitTimeout);
+    let quick = HoldOptions {
+        wait: Some(S(5)),
+        cancel: None,
+    };
+    for key in shard_keys(10).iter().filter(|k| *k != "shard-7") {
+        let holding = other.begin(key, &quick).await.unwrap();
+        holding.end().await.unwrap();
+    }
+    assert!(!taken.lease().lost());
+    taken.end().await.unwrap();
+}

@@ -484,3 +484,66 @@ async fn err_05_one_token_cannot_take_every_connection() {
     assert_eq!(refusals(&text, "per_token"), 4 + again, "{text}");
     assert_eq!(refusals(&text, "max_connections"), 1, "{text}");
 }
+
+fn hold_many(keys: &[(&str, u128)], queue: bool) -> Request {
+    Request::HoldMany {
+        lock: "jobs".into(),
+        keys: keys.iter().map(|(k, id)| ((*k).to_owned(), *id)).collect(),
+        ttl_ms: 10_000,
+        max_hold_ms: None,
+        queue,
+        group: None,
+    }
+}
+
+// ERR-02, LOCK-22, LOCK-03: a HoldMany is checked whole (a bad key or more
+// keys than a frame may name fails it, granting nothing); past
+// --max-keys-per-connection its keys are refused one by one (Unavailable)
+// while the others are answered; a retried request id gets the same lease.
+#[tokio::test]
+async fn err_02_hold_many_is_checked_and_bounded() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &["--max-keys-per-connection", "3"]);
+    let mut other = Client::welcomed(server.addr, None).await;
+    let busy = other.granted("jobs", "busy", 1).await;
+    let mut a = Client::welcomed(server.addr, None).await;
+    let bad = a.request(hold_many(&[("a", 10), ("", 11)], false)).await;
+    assert_eq!(code(&bad), "EmptyName");
+    let too_many: Vec<(String, u128)> = (0..600).map(|i| (format!("k{i}"), 100 + i)).collect();
+    let refs: Vec<(&str, u128)> = too_many.iter().map(|(k, i)| (k.as_str(), *i)).collect();
+    assert_eq!(
+        code(&a.request(hold_many(&refs, false)).await),
+        "InvalidArgument"
+    );
+    let answers = match a
+        .request(hold_many(
+            &[("a", 10), ("busy", 12), ("b", 13), ("c", 14)],
+            true,
+        ))
+        .await
+    {
+        Ok(Reply::HeldMany(answers)) => answers,
+        other => panic!("expected HeldMany, got {other:?}"),
+    };
+    let Ok(Reply::Granted(first)) = &answers[0] else {
+        panic!("{answers:?}")
+    };
+    assert!(
+        matches!(answers[1], Ok(Reply::Queued { ahead: 0 })),
+        "{answers:?}"
+    );
+    assert!(matches!(answers[2], Ok(Reply::Granted(_))), "{answers:?}");
+    assert_eq!(code(&answers[3].clone()), "Unavailable");
+    // Key "c" was not granted to the refused request.
+    other.granted("jobs", "c", 15).await;
+    let again = match a.request(hold_many(&[("a", 10)], true)).await {
+        Ok(Reply::HeldMany(answers)) => answers,
+        other => panic!("expected HeldMany, got {other:?}"),
+    };
+    assert!(
+        matches!(&again[0], Ok(Reply::Granted(g)) if g.lease_id == first.lease_id),
+        "{again:?}"
+    );
+    other.release(busy.lease_id).await;
+    assert!(matches!(a.push().await, ServerFrame::Granted(g) if g.request_id == 12));
+}

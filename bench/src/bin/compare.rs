@@ -1143,8 +1143,8 @@ fn markdown(config: &Config, res: &Results) -> String {
              Each line runs in a child process of its own that does nothing else; CPU is the sum \
              of its threads' run time (/proc/PID/task/*/schedstat), and the server's over the \
              same span. \"Taking them all\" is the time to acquire the N leases first (Leasehold: \
-             `try_begin`, 256 in flight; etcd: txns of 128 puts, 8 in flight; Redis: pipelines \
-             of 1,000 SETs). The Leasehold server runs with `--max-keys-per-connection {}` \
+             one `lock.begin_many(keys)`, 511 keys a frame, 4 frames in flight; etcd: txns of 128 puts, 8 in flight; Redis: pipelines \
+             of 1,000 `SET NX PX`). The Leasehold server runs with `--max-keys-per-connection {}` \
              (default 10,000), so that one Store may hold them all. Memory is the growth of \
              each process's resident set (VmRSS) over taking the leases, per lease.\n",
             config.renew_span.as_secs(),

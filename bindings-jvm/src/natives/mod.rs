@@ -1,7 +1,8 @@
-//! The hot path, through JNI: the calls a hold (of a key or a slot), a
-//! lease's reads and loss, a manual lease's extension and release, a slot
-//! renewal and an ID make, as static natives of the Kotlin object `dev.leasehold.Natives`,
-//! registered when the JVM loads the library (`JNI_OnLoad`). A JNI call
+//! The hot path, through JNI: the calls a hold (of a key, of many keys at
+//! once, or of a slot), a lease's reads and loss, a manual lease's
+//! extension and release, a slot renewal and an ID make, as static natives
+//! of the Kotlin object `dev.leasehold.Natives`, registered when the JVM
+//! loads the library (`JNI_OnLoad`). A JNI call
 //! with primitive arguments costs tens of nanoseconds where a uniffi call
 //! through JNA cost 12–16 µs (`docs/jvm.md`); the cold surface (stores,
 //! options, slots, the test hooks) stays on uniffi.
@@ -19,6 +20,7 @@ mod holds;
 mod ids;
 mod loaded;
 mod manual;
+mod many;
 mod pending;
 mod slots;
 mod strings;
@@ -49,7 +51,8 @@ const PENDING: jlong = -1;
 fn natives() -> Vec<NativeMethod> {
     const CALL: &str = "Ldev/leasehold/NativeCall;";
     const STRING: &str = "Ljava/lang/String;";
-    let table: [(&str, String, *mut c_void); 35] = [
+    const STRINGS: &str = "[Ljava/lang/String;";
+    let table: [(&str, String, *mut c_void); 39] = [
         (
             "begin",
             format!("(J{STRING}{CALL})J"),
@@ -64,6 +67,26 @@ fn natives() -> Vec<NativeMethod> {
             "tryBegin",
             format!("(J{STRING}{CALL})J"),
             holds::try_begin as *mut c_void,
+        ),
+        (
+            "beginMany",
+            format!("(J{STRINGS}{CALL})[J"),
+            many::begin_many as *mut c_void,
+        ),
+        (
+            "beginManyWithin",
+            format!("(J{STRINGS}J{CALL})[J"),
+            many::begin_many_within as *mut c_void,
+        ),
+        (
+            "anyLostSignal",
+            format!("([J{CALL}){STRING}"),
+            many::any_lost_signal as *mut c_void,
+        ),
+        (
+            "endAll",
+            format!("([J{CALL})J"),
+            many::end_all as *mut c_void,
         ),
         ("fence", "(J)J".into(), holds::fence as *mut c_void),
         ("remaining", "(J)J".into(), holds::remaining as *mut c_void),

@@ -2,7 +2,7 @@
 //! hold arrives whole, and one that is not valid Unicode (a lone
 //! surrogate) fails `InvalidArgument` instead of being changed.
 
-use jni::objects::JString;
+use jni::objects::{JObjectArray, JString};
 use jni::JNIEnv;
 use leasehold::{Error, ErrorKind};
 
@@ -41,4 +41,20 @@ pub(super) fn rust_string(env: &mut JNIEnv<'_>, s: &JString<'_>) -> Answer<Strin
         )
         .into()
     })
+}
+
+/// The Rust strings of a `String[]`; a null array or element fails
+/// `InvalidArgument`, as a null string does.
+pub(super) fn rust_strings(env: &mut JNIEnv<'_>, array: &JObjectArray<'_>) -> Answer<Vec<String>> {
+    if array.is_null() {
+        return Err(Error::new(ErrorKind::InvalidArgument, "a string array is null").into());
+    }
+    let length = env.get_array_length(array)?;
+    (0..length)
+        .map(|at| {
+            let element = env.get_object_array_element(array, at)?;
+            let element = env.auto_local(JString::from(element));
+            rust_string(env, &element)
+        })
+        .collect()
 }

@@ -14,7 +14,7 @@ Every failure raises a subclass of :class:`LeaseholdError` with its ``code``.
 
 from __future__ import annotations
 
-from ._hold import Hold, TryHold
+from ._hold import Hold, HoldMany, TryHold
 from ._ids import IdGenerator, IdLayout, IdParts
 from ._native import Lease, __version__
 from ._slots import HeldSlot, Owner, SlotHold, SlotLease, Slots
@@ -48,6 +48,7 @@ __all__ = [
     "EmptyName",
     "HeldSlot",
     "Hold",
+    "HoldMany",
     "IdGenerator",
     "IdLayout",
     "IdParts",

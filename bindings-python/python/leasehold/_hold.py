@@ -1,6 +1,7 @@
-"""``lock.hold(key)`` and ``lock.try_hold(key)``: a key held while a block runs.
+"""``lock.hold(key)``, ``lock.try_hold(key)`` and ``lock.hold_many(keys)``: a
+key, or many keys at once, held while a block runs.
 
-Both are context managers for ``async with`` and, for code without an event
+All are context managers for ``async with`` and, for code without an event
 loop, for ``with``. Waiting, renewal, deadlines and loss are the core's; this
 module turns them into Python's ways:
 
@@ -14,6 +15,9 @@ module turns them into Python's ways:
 - The key is released on every exit path; the release runs in the core on its
   own, so a cancellation cannot stop it (LOCK-11).
 - Cancelling a task waiting in line leaves the line (LOCK-18).
+- ``hold_many`` holds every key or none (LOCK-22), each a lease of its own:
+  the loss of any one of them cancels the block and makes the hold raise
+  ``LeaseLost``; the exit ends them all at once, in the core.
 
 :class:`Watched` is that machinery for any holding of the core that can be
 watched for its loss and ended: a slot's hold (``slots.hold``) uses it too.
@@ -22,7 +26,7 @@ watched for its loss and ended: a slot's hold (``slots.hold``) uses it too.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import ClassVar, Generic, Protocol, TypeVar
 
@@ -30,10 +34,13 @@ from . import _native
 from ._types import Duration
 from .errors import InvalidArgument, LeaseLost
 
-__all__ = ["Hold", "TryHold"]
+__all__ = ["Hold", "HoldMany", "TryHold"]
 
 #: The message of the cancellation a lost lease sends to the holding task.
 LOST_MESSAGE = "leasehold: the lease was lost"
+
+#: The awaitable of a native call answered at once.
+_Ready = _native.Ready
 
 
 class Ending(Protocol):
@@ -44,7 +51,15 @@ class Ending(Protocol):
     def end(self) -> Awaitable[None]: ...
 
 
+class Blocking(Ending, Protocol):
+    """An :class:`Ending` that code without an event loop can end too (a
+    key's ``Holding``, the :class:`Holdings` of many keys)."""
+
+    def end_blocking(self) -> None: ...
+
+
 H = TypeVar("H", bound=Ending)
+B = TypeVar("B", bound=Blocking)
 
 
 def _refuse_in_event_loop(what: str) -> None:
@@ -90,9 +105,10 @@ class Watched(Generic[H]):
         return task
 
     def _on_lost(self, _lost: bool) -> None:
-        # On the event loop's thread, once, if the holding is lost while held.
+        # On the event loop's thread, if the holding is lost while held: once
+        # per watched holding (of many keys, each may call), one cancellation.
         task = self._task
-        if task is not None and not self._exiting and not task.done():
+        if task is not None and not self._lost_cancel and not self._exiting and not task.done():
             self._lost_cancel = True
             task.cancel(self._LOST)
 
@@ -111,15 +127,20 @@ class Watched(Generic[H]):
             # Like asyncio.timeout: the cancellation was ours if no other is pending.
             ours = self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError
         try:
-            await holding.end()
+            ended = holding.end()
+            # A release the core made at once is read, not awaited (see Hold.__aenter__).
+            if type(ended) is _Ready:
+                ended.result()
+            else:
+                await ended
         except LeaseLost as lost:
             if exc_type is asyncio.CancelledError and not ours:
                 return
             raise lost from exc
 
 
-class _Held(Watched[_native.Holding]):
-    """What both key holds share: the blocking form."""
+class _Held(Watched[B]):
+    """What the key holds share: the blocking form."""
 
     __slots__ = ()
 
@@ -137,18 +158,18 @@ class _Held(Watched[_native.Holding]):
         except LeaseLost as lost:
             raise lost from exc
 
-    async def _refuse_if_lost(self, holding: _native.Holding) -> None:
-        """A hold lost between its grant and now (its deadline came while
-        the process was frozen, LOCK-04) runs no block: it ends, and
+    async def _refuse_if_lost(self, holding: B, lost: bool) -> None:
+        """A hold ``lost`` between its grant and now (its deadline came
+        while the process was frozen, LOCK-04) runs no block: it ends, and
         ``LeaseLost`` is raised from the entry."""
-        if holding.lease.lost:
+        if lost:
             self._holding = None
             await holding.end()
             raise LeaseLost("the lease was lost before the block could start")
 
-    def _refuse_if_lost_blocking(self, holding: _native.Holding) -> None:
+    def _refuse_if_lost_blocking(self, holding: B, lost: bool) -> None:
         """:meth:`_refuse_if_lost` for the blocking forms."""
-        if holding.lease.lost:
+        if lost:
             self._holding = None
             holding.end_blocking()
             raise LeaseLost("the lease was lost before the block could start")
@@ -160,7 +181,7 @@ class _Held(Watched[_native.Holding]):
         _refuse_in_event_loop(self._FORM)
 
 
-class Hold(_Held):
+class Hold(_Held[_native.Holding]):
     """``lock.hold(key, wait=...)``: waits in line for the key, holds it while
     the block runs, and gives the block its :class:`~leasehold.Lease`."""
 
@@ -179,21 +200,28 @@ class Hold(_Held):
 
     async def __aenter__(self) -> _native.Lease:
         self._enter()
-        holding = await self._lock.begin(self._key, self._wait)
-        await self._refuse_if_lost(holding)
+        begun = self._lock.begin(self._key, self._wait)
+        # A grant the core made at once (a free key of the embedded store)
+        # is read, not awaited: the same answer without an await's cost.
+        holding: _native.Holding = begun.result() if type(begun) is _Ready else await begun
+        lease = holding.lease
+        if lease.lost:
+            await self._refuse_if_lost(holding, True)
         self._holding = holding
         holding.watch_loss(self._on_lost)
-        return holding.lease
+        return lease
 
     def __enter__(self) -> _native.Lease:
         self._enter_blocking()
         holding = self._lock.begin_blocking(self._key, self._wait)
-        self._refuse_if_lost_blocking(holding)
+        lease = holding.lease
+        if lease.lost:
+            self._refuse_if_lost_blocking(holding, True)
         self._holding = holding
-        return holding.lease
+        return lease
 
 
-class TryHold(_Held):
+class TryHold(_Held[_native.Holding]):
     """``lock.try_hold(key)``: holds the key if it is free now, never waiting
     (LOCK-17); the block gets ``None`` when the key is held."""
 
@@ -211,7 +239,7 @@ class TryHold(_Held):
         holding = await self._lock.try_begin(self._key)
         if holding is None:
             return None
-        await self._refuse_if_lost(holding)
+        await self._refuse_if_lost(holding, holding.lease.lost)
         self._holding = holding
         holding.watch_loss(self._on_lost)
         return holding.lease
@@ -220,6 +248,74 @@ class TryHold(_Held):
         self._enter_blocking()
         holding = self._lock.try_begin_blocking(self._key)
         if holding is not None:
-            self._refuse_if_lost_blocking(holding)
+            self._refuse_if_lost_blocking(holding, holding.lease.lost)
         self._holding = holding
         return None if holding is None else holding.lease
+
+
+class Holdings:
+    """The holdings of one ``begin_many``, in the order of its keys, watched
+    and ended together: a loss of any one is the loss the block is told of,
+    and the end is the core's ``Holding::end_all``."""
+
+    __slots__ = ("_holdings",)
+
+    def __init__(self, holdings: list[_native.Holding]) -> None:
+        self._holdings = holdings
+
+    @property
+    def leases(self) -> list[_native.Lease]:
+        """Their leases, in the order of the keys."""
+        return [holding.lease for holding in self._holdings]
+
+    @property
+    def lost(self) -> bool:
+        """Whether any of the leases was lost."""
+        return any(holding.lease.lost for holding in self._holdings)
+
+    def watch_loss(self, callback: Callable[[bool], object]) -> None:
+        """Calls ``callback(True)`` on the loop's thread at the loss of each
+        lease lost before the end (:meth:`Watched._on_lost` acts on the first)."""
+        for holding in self._holdings:
+            holding.watch_loss(callback)
+
+    def end(self) -> Awaitable[None]:
+        """Releases every key at once; ``LeaseLost`` if a lease was lost while held."""
+        return _native.Holding.end_all(self._holdings)
+
+    def end_blocking(self) -> None:
+        """:meth:`end` for code without an event loop."""
+        _native.Holding.end_all_blocking(self._holdings)
+
+
+class HoldMany(_Held[Holdings]):
+    """``lock.hold_many(keys, wait=...)``: waits in line for every key at
+    once and holds them all while the block runs, or none (LOCK-22); the
+    block gets their :class:`~leasehold.Lease` objects in the order of
+    ``keys``, each a lease of its own (its fence, deadline and loss)."""
+
+    __slots__ = ("_keys", "_lock", "_wait")
+
+    _FORM = "lock.hold_many(...)"
+    _LOST = "leasehold: one of the leases was lost"
+
+    def __init__(self, lock: _native.Lock, keys: Iterable[str], wait: Duration | None) -> None:
+        super().__init__()
+        self._lock = lock
+        self._keys = keys
+        self._wait = wait
+
+    async def __aenter__(self) -> list[_native.Lease]:
+        self._enter()
+        held = Holdings(await self._lock.begin_many(self._keys, self._wait))
+        await self._refuse_if_lost(held, held.lost)
+        self._holding = held
+        held.watch_loss(self._on_lost)
+        return held.leases
+
+    def __enter__(self) -> list[_native.Lease]:
+        self._enter_blocking()
+        held = Holdings(self._lock.begin_many_blocking(self._keys, self._wait))
+        self._refuse_if_lost_blocking(held, held.lost)
+        self._holding = held
+        return held.leases

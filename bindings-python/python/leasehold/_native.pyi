@@ -1,8 +1,8 @@
 """The private native module of ``leasehold`` (Rust, pyo3). Use the package's
 public names instead; these are the types its wrappers build on."""
 
-from collections.abc import Awaitable, Callable
-from typing import ClassVar, final
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from typing import Any, ClassVar, final
 
 from ._types import Duration
 
@@ -18,6 +18,7 @@ __all__ = [
     "LoopDriver",
     "ManualLease",
     "Owner",
+    "Ready",
     "SlotHolding",
     "SlotLease",
     "Slots",
@@ -296,6 +297,12 @@ class Holding:
         ``InvalidArgument``."""
     def end(self) -> Awaitable[None]: ...
     def end_blocking(self) -> None: ...
+    @staticmethod
+    def end_all(holdings: list[Holding]) -> Awaitable[None]:
+        """Ends every holding at once (LOCK-22): the first failure in their
+        order, ``LeaseLost`` if a lease was lost while held."""
+    @staticmethod
+    def end_all_blocking(holdings: list[Holding]) -> None: ...
 
 @final
 class Lock:
@@ -312,8 +319,16 @@ class Lock:
     @property
     def margin(self) -> float: ...
     def begin(self, key: str, wait: Duration | None = None) -> Awaitable[Holding]: ...
+    def begin_many(
+        self, keys: Iterable[str], wait: Duration | None = None
+    ) -> Awaitable[list[Holding]]:
+        """Every key at once, each its own holding, in the order of ``keys``;
+        all or none (LOCK-22)."""
     def try_begin(self, key: str) -> Awaitable[Holding | None]: ...
     def begin_blocking(self, key: str, wait: Duration | None = None) -> Holding: ...
+    def begin_many_blocking(
+        self, keys: Iterable[str], wait: Duration | None = None
+    ) -> list[Holding]: ...
     def try_begin_blocking(self, key: str) -> Holding | None: ...
     def rust_hold_cycles(self, key: str, cycles: int) -> float:
         """Benchmark hook: seconds taken by ``cycles`` begin + end in Rust."""
@@ -403,6 +418,17 @@ def memory_with(clock: VirtualClock, renewal: bool = False, push: bool = True) -
 def parse_duration(value: Duration) -> float: ...
 def error_codes() -> list[str]: ...
 def error_for_code(code: str, message: str) -> BaseException: ...
+
+@final
+class Ready:
+    """The awaitable of a call the core answered at once: awaiting it gives
+    the answer, or raises its error, without a turn of the event loop."""
+
+    def __await__(self) -> Generator[Any, None, Any]: ...
+    def __next__(self) -> Any:
+        """Ends the await with the answer (``StopIteration(answer)``), or raises its error."""
+    def result(self) -> Any:
+        """The answer, or raises its error: what awaiting it gives, without the await."""
 
 @final
 class LoopDriver:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from types import TracebackType
 
 from . import _native
-from ._hold import Hold, TryHold
+from ._hold import Hold, HoldMany, TryHold
 from ._ids import IdGenerator, IdLayout
 from ._slots import Slots
 from ._types import Duration, Pem
@@ -55,8 +56,9 @@ class Lock:
 
     ``async with lock.hold(key) as lease:`` holds a key while a block runs;
     ``async with lock.try_hold(key) as lease:`` only if it is free (``lease``
-    is ``None`` when it is held). Both also work with ``with`` in code without
-    an event loop.
+    is ``None`` when it is held); ``async with lock.hold_many(keys) as leases:``
+    holds many keys at once, all or none. All also work with ``with`` in code
+    without an event loop.
     """
 
     __slots__ = ("_native",)
@@ -93,6 +95,16 @@ class Lock:
         """Waits in line for ``key`` (at most ``wait``, else the lock's own
         bound; past it, ``WaitTimeout``) and holds it while the block runs."""
         return Hold(self._native, key, wait)
+
+    def hold_many(self, keys: Iterable[str], *, wait: Duration | None = None) -> HoldMany:
+        """Waits in line for every key of ``keys`` at once (at most ``wait``,
+        else the lock's own bound) and holds them all while the block runs,
+        each a lease of its own, given to the block as a list in the order of
+        ``keys`` (LOCK-22). All or none: if one key cannot be had
+        (``WaitTimeout``, cancellation), every lease taken is released and
+        every line left; a key named twice raises ``InvalidArgument``. The loss
+        of any one lease cancels the block, and the hold raises ``LeaseLost``."""
+        return HoldMany(self._native, keys, wait)
 
     def try_hold(self, key: str) -> TryHold:
         """Holds ``key`` while the block runs if it is free now; never waits."""

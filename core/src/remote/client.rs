@@ -25,7 +25,7 @@ use crate::clock::Clock;
 use crate::connect::ConnectOptions;
 use crate::driver::{
     loss_channel, Capabilities, Driver, GiveUp, Grant, Granted, HoldAnswer, HoldRequest,
-    HolderInfo, LossSender,
+    HolderInfo, LossSender, Waiting,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{GroupId, LeaseId, RequestId};
@@ -41,15 +41,25 @@ struct Conn {
 
 struct Pending {
     tx: oneshot::Sender<Result<Reply>>,
-    /// The request id of a hold, so that a `Queued` answer marks its waiter.
-    hold: Option<RequestId>,
+    /// The holds the request asks for, so that a `Queued` answer marks their waiters.
+    holds: Holds,
+}
+
+/// The hold requests one request on the wire carries.
+enum Holds {
+    /// None: not a hold.
+    None,
+    /// A `Hold`.
+    One(RequestId),
+    /// A `HoldMany`, its keys' requests in the order asked: a key answered
+    /// `Queued` gets its waiter when the answer is read.
+    Many(Vec<HoldRequest>),
 }
 
 struct Waiter {
     tx: oneshot::Sender<Result<Granted>>,
-    request: Request,
-    ttl_ms: u64,
-    group: Option<GroupId>,
+    /// What a new connection asks again.
+    request: HoldRequest,
     /// The store answered `Queued`: a new connection asks again for it.
     queued: bool,
 }
@@ -84,11 +94,16 @@ struct RemoteBook {
     conn: Option<Conn>,
     epoch: Option<u32>,
     role: Option<super::protocol::Role>,
+    /// The largest frame both sides of the current connection accept.
+    max_frame: usize,
     /// How many leases one `Renew` may name on the current connection.
     renew_batch: usize,
     next_id: u64,
     pending: HashMap<u64, Pending>,
     waiters: HashMap<RequestId, Waiter>,
+    /// Where the grants of `HoldMany` keys answered `Queued` will arrive,
+    /// until the `hold_many` that asked takes them.
+    parked: HashMap<RequestId, Waiting>,
     held: HashMap<LeaseId, BookedLease>,
     /// The renewal groups of held leases (a held lease names its group by
     /// its place here, which costs it 4 bytes rather than 16).
@@ -97,6 +112,66 @@ struct RemoteBook {
 }
 
 impl RemoteBook {
+    /// The store answered that request `rid` waits in line: a new
+    /// connection asks again for it.
+    fn mark_queued(&mut self, rid: &RequestId) {
+        if let Some(w) = self.waiters.get_mut(rid) {
+            w.queued = true;
+        }
+    }
+
+    /// Registers the waiter of a `HoldMany` key the store answered
+    /// `Queued`, before anything after the answer is read (its grant may
+    /// follow at once); its receiver waits in `parked`.
+    fn park(&mut self, request: &HoldRequest) {
+        let (tx, rx) = oneshot::channel();
+        let mut w = waiter(request, tx);
+        w.queued = true;
+        self.waiters.insert(request.request_id, w);
+        self.parked.insert(request.request_id, rx);
+    }
+
+    /// Books the store's answer to hold `request` (`waiting`: where its
+    /// grant arrives, if it may wait): a grant becomes a held lease, and a
+    /// request that will not wait leaves the waiters.
+    fn book_hold(
+        &mut self,
+        request: &HoldRequest,
+        answer: Result<Reply>,
+        waiting: Option<Waiting>,
+    ) -> Result<HoldAnswer> {
+        let rid = request.request_id;
+        if let (Ok(Reply::Queued { ahead }), Some(waiting)) = (&answer, waiting) {
+            return Ok(HoldAnswer::Queued {
+                waiting,
+                ahead: usize::try_from(*ahead).unwrap_or(usize::MAX),
+            });
+        }
+        self.waiters.remove(&rid);
+        match answer? {
+            Reply::Granted(w) => {
+                let (loss, lost) = loss_channel();
+                let epoch = self.epoch.unwrap_or(0);
+                let group = self.group_place(request.group);
+                self.held.insert(
+                    LeaseId(w.lease_id),
+                    BookedLease {
+                        ttl_ms: request.ttl.map(millis).unwrap_or(0),
+                        loss,
+                        epoch,
+                        group,
+                    },
+                );
+                Ok(HoldAnswer::Granted(Granted {
+                    grant: grant_of(&w),
+                    lost,
+                }))
+            }
+            Reply::NotHeld => Ok(HoldAnswer::NotHeld),
+            other => Err(unexpected("hold", &other)),
+        }
+    }
+
     /// The place of `group` in `groups`, added if new.
     fn group_place(&mut self, group: Option<GroupId>) -> Option<u32> {
         let group = group?;
@@ -128,6 +203,73 @@ struct RemoteDriverCore {
 /// The driver of a server store reached over `leasehold://` or `leaseholds://`.
 pub struct RemoteDriver {
     shared: Arc<RemoteDriverCore>,
+}
+
+/// How many `HoldMany` frames one `hold_many` keeps in flight.
+const HOLD_BATCHES_IN_FLIGHT: usize = 4;
+
+/// A hold request as the wire carries it.
+fn hold_wire(request: &HoldRequest) -> Request {
+    Request::Hold {
+        lock: request.name.lock.to_string(),
+        key: request.name.key.to_string(),
+        request_id: request.request_id.0,
+        ttl_ms: request.ttl.map(millis).unwrap_or(0),
+        max_hold_ms: request.max_hold.map(millis),
+        queue: request.queue,
+        group: request.group.map(|g| g.0),
+    }
+}
+
+/// A waiter for `request`, whose grant goes to `tx`.
+fn waiter(request: &HoldRequest, tx: oneshot::Sender<Result<Granted>>) -> Waiter {
+    Waiter {
+        tx,
+        request: request.clone(),
+        queued: false,
+    }
+}
+
+/// Whether `a` and `b` can share a `HoldMany`: everything but their keys
+/// and request ids is the same.
+fn same_terms(a: &HoldRequest, b: &HoldRequest) -> bool {
+    a.name.lock == b.name.lock
+        && a.ttl == b.ttl
+        && a.max_hold == b.max_hold
+        && a.queue == b.queue
+        && a.group == b.group
+}
+
+/// Splits hold requests into `HoldMany` batches in their order: each fits a
+/// frame of `max_frame` bytes both ways and shares its terms.
+fn hold_batches(requests: &[HoldRequest], max_frame: usize) -> Vec<&[HoldRequest]> {
+    let most = protocol::max_holds(max_frame);
+    let mut batches = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (at, request) in requests.iter().enumerate() {
+        let cost = request.name.key.len() + protocol::HOLD_KEY_OVERHEAD;
+        let fits = at > start
+            && at - start < most
+            && bytes + cost <= max_frame
+            && same_terms(&requests[start], request);
+        if !fits {
+            if at > start {
+                batches.push(&requests[start..at]);
+            }
+            start = at;
+            bytes = protocol::HOLD_ENVELOPE_BYTES + request.name.lock.len();
+        }
+        bytes += cost;
+    }
+    if requests.len() > start {
+        batches.push(&requests[start..]);
+    }
+    batches
+}
+
+/// A copy of `e` for each of many answers it fails.
+fn copy_of(e: &Error) -> Error {
+    protocol::WireError::from(e).into()
 }
 
 fn unavailable(why: &str) -> Error {
@@ -212,6 +354,15 @@ impl RemoteDriverCore {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The largest frame both sides accept: the current connection's, or
+    /// this client's own before the first welcome.
+    fn max_frame(&self) -> usize {
+        match self.lock().max_frame {
+            0 => self.options.max_frame,
+            known => known,
+        }
+    }
+
     /// Waits until a connection is up.
     async fn wait_up(&self) -> Result<()> {
         let mut up = self.up.subscribe();
@@ -236,7 +387,7 @@ impl RemoteDriverCore {
     fn send(
         &self,
         body: Request,
-        hold: Option<RequestId>,
+        holds: Holds,
         register: impl FnOnce(&mut RemoteBook),
     ) -> Result<Option<Sent>> {
         let mut st = self.lock();
@@ -256,7 +407,7 @@ impl RemoteDriverCore {
         outbox.queue(ClientFrame::Request { id, body });
         st.next_id += 1;
         let (tx, rx) = oneshot::channel();
-        st.pending.insert(id, Pending { tx, hold });
+        st.pending.insert(id, Pending { tx, holds });
         register(&mut st);
         Ok(Some((rx, outbox)))
     }
@@ -267,10 +418,10 @@ impl RemoteDriverCore {
     async fn ask(
         &self,
         body: Request,
-        hold: Option<RequestId>,
+        holds: Holds,
         register: impl FnOnce(&mut RemoteBook),
     ) -> Result<Asked> {
-        let Some((rx, outbox)) = self.send(body, hold, register)? else {
+        let Some((rx, outbox)) = self.send(body, holds, register)? else {
             return Ok(Asked::Dropped);
         };
         outbox.write_out().await;
@@ -282,7 +433,7 @@ impl RemoteDriverCore {
 
     /// Sends a request and waits for its answer; a connection that drops first fails `Unavailable`.
     async fn call(&self, body: Request) -> Result<Reply> {
-        match self.ask(body, None, |_| {}).await? {
+        match self.ask(body, Holds::None, |_| {}).await? {
             Asked::Answered(answer) => answer,
             Asked::Dropped => Err(unavailable("the connection dropped before the answer")),
         }
@@ -293,9 +444,63 @@ impl RemoteDriverCore {
     async fn call_until_answered(&self, body: Request) -> Result<Reply> {
         loop {
             self.wait_up().await?;
-            if let Asked::Answered(answer) = self.ask(body.clone(), None, |_| {}).await? {
+            if let Asked::Answered(answer) = self.ask(body.clone(), Holds::None, |_| {}).await? {
                 return answer;
             }
+        }
+    }
+
+    /// Asks for one batch of holds in one `HoldMany` (LOCK-22), through
+    /// every reconnection with the same request ids (LOCK-03); answers
+    /// each as [`Driver::hold`] would.
+    async fn hold_batch(&self, batch: &[HoldRequest]) -> Vec<Result<HoldAnswer>> {
+        let fail_all = |e: Error| batch.iter().map(|_| Err(copy_of(&e))).collect();
+        let first = &batch[0];
+        loop {
+            if let Err(e) = self.wait_up().await {
+                return fail_all(e);
+            }
+            let wire = Request::HoldMany {
+                lock: first.name.lock.to_string(),
+                keys: batch
+                    .iter()
+                    .map(|r| (r.name.key.to_string(), r.request_id.0))
+                    .collect(),
+                ttl_ms: first.ttl.map(millis).unwrap_or(0),
+                max_hold_ms: first.max_hold.map(millis),
+                queue: first.queue,
+                group: first.group.map(|g| g.0),
+            };
+            let answer = match self.ask(wire, Holds::Many(batch.to_vec()), |_| {}).await {
+                Err(e) => return fail_all(e),
+                Ok(Asked::Answered(answer)) => answer,
+                Ok(Asked::Dropped) => continue,
+            };
+            let mut st = self.lock();
+            let answers = match answer {
+                Ok(Reply::HeldMany(answers)) if answers.len() == batch.len() => answers,
+                other => {
+                    for request in batch {
+                        st.waiters.remove(&request.request_id);
+                        st.parked.remove(&request.request_id);
+                    }
+                    return fail_all(match other {
+                        Ok(other) => unexpected("hold many", &other),
+                        Err(e) => e,
+                    });
+                }
+            };
+            return batch
+                .iter()
+                .zip(answers)
+                .map(|(request, answer)| {
+                    let waiting = match answer {
+                        Ok(Reply::Queued { .. }) => st.parked.remove(&request.request_id),
+                        _ => None,
+                    };
+                    st.book_hold(request, answer.map_err(Error::from), waiting)
+                })
+                .collect();
         }
     }
 
@@ -341,11 +546,11 @@ impl RemoteDriverCore {
                     }))
                     .is_ok();
                 if ok {
-                    let group = st.group_place(waiter.group);
+                    let group = st.group_place(waiter.request.group);
                     st.held.insert(
                         LeaseId(w.lease_id),
                         BookedLease {
-                            ttl_ms: waiter.ttl_ms,
+                            ttl_ms: waiter.request.ttl.map(millis).unwrap_or(0),
                             loss,
                             epoch,
                             group,
@@ -376,10 +581,16 @@ impl RemoteDriverCore {
         match frame {
             ServerFrame::Reply { id, body } => {
                 if let Some(p) = st.pending.remove(&id) {
-                    if let (Some(rid), Ok(Reply::Queued { .. })) = (p.hold, &body) {
-                        if let Some(w) = st.waiters.get_mut(&rid) {
-                            w.queued = true;
+                    match (&p.holds, &body) {
+                        (Holds::One(rid), Ok(Reply::Queued { .. })) => st.mark_queued(rid),
+                        (Holds::Many(requests), Ok(Reply::HeldMany(answers))) => {
+                            for (request, answer) in requests.iter().zip(answers) {
+                                if matches!(answer, Ok(Reply::Queued { .. })) {
+                                    st.park(request);
+                                }
+                            }
                         }
+                        _ => {}
                     }
                     let _ = p.tx.send(body.map_err(Error::from));
                 }
@@ -450,7 +661,8 @@ async fn serve(shared: Arc<RemoteDriverCore>, frames: Frames, welcome: Welcome) 
         let restarted = st.epoch.is_some_and(|e| e != welcome.epoch);
         st.epoch = Some(welcome.epoch);
         st.role = Some(welcome.role);
-        st.renew_batch = protocol::max_renewals(welcome.max_frame.min(shared.options.max_frame));
+        st.max_frame = welcome.max_frame.min(shared.options.max_frame);
+        st.renew_batch = protocol::max_renewals(st.max_frame);
         st.conn = Some(Conn {
             outbox: outbox.clone(),
         });
@@ -514,7 +726,7 @@ async fn resync(shared: Weak<RemoteDriverCore>, restarted: bool) {
             .waiters
             .iter()
             .filter(|(_, w)| w.queued)
-            .map(|(id, w)| (*id, w.request.clone()))
+            .map(|(id, w)| (*id, hold_wire(&w.request)))
             .collect();
         (leases, groups, holds)
     };
@@ -552,7 +764,7 @@ async fn resync(shared: Weak<RemoteDriverCore>, restarted: bool) {
         }
     }
     for (rid, hold) in holds {
-        let Ok(Asked::Answered(answer)) = s.ask(hold, None, |_| {}).await else {
+        let Ok(Asked::Answered(answer)) = s.ask(hold, Holds::None, |_| {}).await else {
             continue;
         };
         let mut st = s.lock();
@@ -657,83 +869,44 @@ impl Driver for RemoteDriver {
     async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         let s = &self.shared;
         let rid = request.request_id;
-        let ttl_ms = request.ttl.map(millis).unwrap_or(0);
-        let wire = Request::Hold {
-            lock: request.name.lock.to_string(),
-            key: request.name.key.to_string(),
-            request_id: rid.0,
-            ttl_ms,
-            max_hold_ms: request.max_hold.map(millis),
-            queue: request.queue,
-            group: request.group.map(|g| g.0),
-        };
+        let wire = hold_wire(&request);
         loop {
             s.wait_up().await?;
             let (wtx, wrx) = oneshot::channel();
             let asked = s
-                .ask(wire.clone(), Some(rid), |st| {
+                .ask(wire.clone(), Holds::One(rid), |st| {
                     if request.queue {
-                        st.waiters.insert(
-                            rid,
-                            Waiter {
-                                tx: wtx,
-                                request: wire.clone(),
-                                ttl_ms,
-                                group: request.group,
-                                queued: false,
-                            },
-                        );
+                        st.waiters.insert(rid, waiter(&request, wtx));
                     }
                 })
                 .await?;
-            let answer = match asked {
-                Asked::Answered(answer) => answer,
+            match asked {
+                Asked::Answered(answer) => {
+                    return s.lock().book_hold(&request, answer, Some(wrx));
+                }
                 Asked::Dropped => {
                     s.lock().waiters.remove(&rid);
-                    continue;
-                }
-            };
-            let mut st = s.lock();
-            match answer {
-                Ok(Reply::Queued { ahead }) => {
-                    return Ok(HoldAnswer::Queued {
-                        waiting: wrx,
-                        ahead: usize::try_from(ahead).unwrap_or(usize::MAX),
-                    })
-                }
-                Ok(Reply::Granted(w)) => {
-                    st.waiters.remove(&rid);
-                    let (loss, lost) = loss_channel();
-                    let epoch = st.epoch.unwrap_or(0);
-                    let group = st.group_place(request.group);
-                    st.held.insert(
-                        LeaseId(w.lease_id),
-                        BookedLease {
-                            ttl_ms,
-                            loss,
-                            epoch,
-                            group,
-                        },
-                    );
-                    return Ok(HoldAnswer::Granted(Granted {
-                        grant: grant_of(&w),
-                        lost,
-                    }));
-                }
-                Ok(Reply::NotHeld) => {
-                    st.waiters.remove(&rid);
-                    return Ok(HoldAnswer::NotHeld);
-                }
-                Ok(other) => {
-                    st.waiters.remove(&rid);
-                    return Err(unexpected("hold", &other));
-                }
-                Err(e) => {
-                    st.waiters.remove(&rid);
-                    return Err(e);
                 }
             }
         }
+    }
+
+    fn hold_many_step(&self) -> usize {
+        HOLD_BATCHES_IN_FLIGHT * protocol::max_holds(self.shared.max_frame())
+    }
+
+    async fn hold_many(&self, requests: &[HoldRequest]) -> Vec<Result<HoldAnswer>> {
+        let s = &self.shared;
+        let max_frame = s.max_frame();
+        let batches: Vec<_> = hold_batches(requests, max_frame)
+            .into_iter()
+            .map(|batch| s.hold_batch(batch))
+            .collect();
+        futures::stream::iter(batches)
+            .buffered(HOLD_BATCHES_IN_FLIGHT)
+            .flat_map(futures::stream::iter)
+            .collect()
+            .await
     }
 
     async fn renew(&self, lease: LeaseId, ttl: Option<Duration>) -> Result<Grant> {
@@ -797,7 +970,7 @@ impl Driver for RemoteDriver {
             loop {
                 s.wait_up().await?;
                 let asked = s
-                    .ask(Request::Release { lease_id: lease.0 }, None, |_| {})
+                    .ask(Request::Release { lease_id: lease.0 }, Holds::None, |_| {})
                     .await?;
                 match asked {
                     Asked::Dropped => continue,
@@ -813,7 +986,11 @@ impl Driver for RemoteDriver {
     }
 
     async fn give_up(&self, request: RequestId) -> Result<GiveUp> {
-        self.shared.lock().waiters.remove(&request);
+        {
+            let mut st = self.shared.lock();
+            st.waiters.remove(&request);
+            st.parked.remove(&request);
+        }
         match self
             .shared
             .call(Request::GiveUp {

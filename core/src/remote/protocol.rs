@@ -19,7 +19,7 @@ use crate::slots::{Owner, SlotLease, SlotRequest};
 use crate::table::{GiveUp, Grant};
 
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 4;
+pub const VERSION: u16 = 5;
 
 /// The largest frame either side accepts unless configured otherwise.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
@@ -33,6 +33,22 @@ pub const REPLY_ENVELOPE_BYTES: usize = 32;
 /// How many leases one `Renew` may name so that its answer fits a frame of `max_frame` bytes.
 pub fn max_renewals(max_frame: usize) -> usize {
     (max_frame.saturating_sub(REPLY_ENVELOPE_BYTES) / RENEW_ENTRY_BYTES).max(1)
+}
+
+/// The most bytes one key's answer to `HoldMany` takes, counted generously.
+pub const HOLD_ENTRY_BYTES: usize = 128;
+
+/// The bytes a key adds to a `HoldMany` besides its own: its request id
+/// and the lengths, counted generously.
+pub const HOLD_KEY_OVERHEAD: usize = 24;
+
+/// The bytes of a `HoldMany` frame around its keys (the lock's name not
+/// included), counted generously.
+pub const HOLD_ENVELOPE_BYTES: usize = 96;
+
+/// How many keys one `HoldMany` may name so that its answer fits a frame of `max_frame` bytes.
+pub fn max_holds(max_frame: usize) -> usize {
+    (max_frame.saturating_sub(REPLY_ENVELOPE_BYTES) / HOLD_ENTRY_BYTES).max(1)
 }
 
 /// What a token admits a connection to do (LOCK-14).
@@ -85,6 +101,23 @@ pub enum Request {
         queue: bool,
         /// The renewal group the lease joins (`RenewGroup` renews it with
         /// the group); `None`: renewed by its id alone.
+        group: Option<u128>,
+    },
+    /// Hold many keys of one lock in one frame (LOCK-22): each key is a
+    /// `Hold` of its own with its own request id, answered in the order
+    /// asked. At most [`max_holds`] keys.
+    HoldMany {
+        /// The lock's name (empty: the manual leases' namespace).
+        lock: String,
+        /// The keys, each with the request id that recognises it retried.
+        keys: Vec<(String, u128)>,
+        /// The leases' ttl in milliseconds.
+        ttl_ms: u64,
+        /// The lock's maxHold in milliseconds, if any.
+        max_hold_ms: Option<u64>,
+        /// Wait in line for a key that is held.
+        queue: bool,
+        /// The renewal group the leases join.
         group: Option<u128>,
     },
     /// Renew leases by id, many in one frame; each gets its own answer.
@@ -288,6 +321,10 @@ pub enum Reply {
     SlotReleased(bool),
     /// The answer to `RenewGroup`: every lease still in the group is renewed.
     GroupRenewed,
+    /// The answer to `HoldMany`: one answer per key in the order asked,
+    /// each what a `Hold` of it alone would have answered (`Granted`,
+    /// `NotHeld` or `Queued`) or why it failed.
+    HeldMany(Vec<Result<Reply, WireError>>),
 }
 
 /// [`GiveUp`] on the wire.
@@ -462,6 +499,17 @@ mod tests {
                 },
             },
             ClientFrame::Request {
+                id: 10,
+                body: Request::HoldMany {
+                    lock: "l".into(),
+                    keys: vec![("a".into(), 1), ("b".into(), u128::MAX)],
+                    ttl_ms: 10_000,
+                    max_hold_ms: Some(60_000),
+                    queue: false,
+                    group: None,
+                },
+            },
+            ClientFrame::Request {
                 id: 9,
                 body: Request::RenewGroup {
                     group_id: u128::MAX,
@@ -472,6 +520,31 @@ mod tests {
         for f in frames {
             let bytes = encode(&f).unwrap();
             assert_eq!(decode::<ClientFrame>(&bytes).unwrap(), f);
+        }
+    }
+
+    #[test]
+    fn the_largest_answer_to_hold_many_fits_its_frame() {
+        let grant = Reply::Granted(WireGrant {
+            request_id: u128::MAX,
+            lease_id: u128::MAX,
+            fence: u64::MAX,
+            revoke_in_ms: Some(u64::MAX),
+        });
+        let refused = WireError {
+            code: "UNAVAILABLE".into(),
+            message: "this connection already holds or waits for 1000000000 keys \
+                      (--max-keys-per-connection)"
+                .into(),
+            reason: None,
+        };
+        for entry in [Ok(grant), Err(refused)] {
+            let n = max_holds(DEFAULT_MAX_FRAME);
+            let frame = ServerFrame::Reply {
+                id: u64::MAX,
+                body: Ok(Reply::HeldMany(vec![entry; n])),
+            };
+            assert!(encode(&frame).unwrap().len() <= DEFAULT_MAX_FRAME);
         }
     }
 

@@ -18,6 +18,7 @@ use crate::engine::combine;
 use crate::error::{Error, ErrorKind, Result};
 use crate::held::{Held, HeldState, HeldView};
 use crate::loss::LossReason;
+use crate::loss_channel::LossListener;
 use crate::renewal::{renew_loop, HolderDeadlines, Renewal, Renewed};
 
 /// Set in [`HeldSlotCell::issued`] once the holding ended: nothing more is
@@ -38,6 +39,12 @@ pub(crate) struct HeldSlotCell {
     /// The largest timestamp recorded, with [`ENDED`] once the holding ended.
     issued: AtomicU64,
     pub(crate) held: HeldState,
+}
+
+impl LossListener for HeldSlotCell {
+    fn lost(&self, reason: LossReason) {
+        self.held.mark_lost(reason);
+    }
 }
 
 impl HeldSlotCell {
@@ -260,8 +267,7 @@ impl SlotHolding {
         let shared = Arc::new(HeldSlotCell::new(lease, slots.ttl(), received, held));
         let done = CancellationToken::new();
         let (close_id, closed) = slots.store().inner().watch_close();
-        let record = shared.clone();
-        closed.on_loss(move |reason| record.held.mark_lost(reason));
+        closed.on_loss(shared.clone());
         let held = HeldSlot { shared };
         let renewal_loop = slots.store().inner().runtime.spawn(renew_slot_loop(
             slots.clone(),

@@ -58,8 +58,8 @@ impl LeaseTable {
             .map(|r| KeyActivity {
                 at: r.at,
                 kind: r.kind,
-                lock: r.key.0.lock.clone(),
-                key: r.key.0.key.clone(),
+                lock: r.key.lock().clone(),
+                key: r.key.key().into(),
                 fence: r.fence,
                 holder: r.holder,
             })

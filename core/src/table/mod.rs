@@ -11,14 +11,17 @@
 //! give-ups, key names) is re-exported by [`crate::driver`].
 
 mod activity;
+mod key_ref;
+mod nanos;
 mod overview;
+mod places;
+mod requests;
 mod timers;
 
-use std::borrow::Borrow;
+use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
 
-use crate::hashed::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use crate::hashed::{HashMap, HashSet, LookupMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,6 +33,11 @@ use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::overview::ActivityKind;
 use activity::Recorded;
+use key_ref::{KeyRef, Lookup};
+use nanos::Nanos;
+use places::Places;
+use requests::{RequestState, Requests};
+use slab::Slab;
 use timers::{Timer, TimerQueue};
 
 // Named by the table's methods; outside the crate only with `internals`.
@@ -54,27 +62,6 @@ impl KeyName {
             lock: lock.into(),
             key: key.into(),
         }
-    }
-}
-
-#[derive(Debug, Clone, Eq)]
-struct KeyRef(Arc<KeyName>);
-
-impl PartialEq for KeyRef {
-    fn eq(&self, other: &Self) -> bool {
-        *self.0 == *other.0
-    }
-}
-
-impl Hash for KeyRef {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state)
-    }
-}
-
-impl Borrow<KeyName> for KeyRef {
-    fn borrow(&self) -> &KeyName {
-        &self.0
     }
 }
 
@@ -145,6 +132,8 @@ pub enum Event {
         lease_id: LeaseId,
         /// The request it was granted to.
         request_id: RequestId,
+        /// Its holder, as the table's owner numbered it ([`LeaseTable::hold_as`]).
+        holder: u64,
         /// Why.
         reason: LossReason,
     },
@@ -161,17 +150,47 @@ pub struct KeyHolder {
     pub granted_at: Instant,
 }
 
+/// What the table keeps of a key's holder: its grant's ids and fence, its
+/// times in 8 bytes each ([`Nanos`]) and its group's place, 96 bytes in all
+/// where a `Grant`, the times beside it and a group's id took 192.
 #[derive(Debug)]
 struct HolderState {
-    grant: Grant,
-    granted_at: Instant,
-    ttl: Option<Duration>,
-    /// The deadline of this lease's pending `Expire` timer (none in a group).
-    armed: Option<Instant>,
-    /// The renewal group whose expiry is this lease's.
-    group: Option<GroupId>,
+    request_id: RequestId,
+    lease_id: LeaseId,
+    /// The renewal group whose expiry is this lease's, by its place in
+    /// the table's groups.
+    group: Option<u32>,
+    fence: u64,
     /// Who holds it, as the table's owner named the hold ([`LeaseTable::hold_as`]).
     holder: u64,
+    granted_at: Nanos,
+    /// When the store lets the lease go unless renewed (in a group: its
+    /// group's expiry when it joined; the group's own is the one that counts).
+    expires_at: Nanos,
+    /// When the store revokes the lease whatever its renewals (maxHold).
+    revoke_at: Nanos,
+    ttl: Nanos,
+    /// The deadline of this lease's pending `Expire` timer (none in a group).
+    armed: Nanos,
+}
+
+impl HolderState {
+    /// The grant as it was made, with the expiry kept here.
+    fn grant(&self) -> Grant {
+        let revoke_at = self.revoke_at.instant();
+        Grant {
+            request_id: self.request_id,
+            lease_id: self.lease_id,
+            fence: self.fence,
+            expires_at: self.expires_at.instant(),
+            revoke_at,
+            revoke_in: revoke_at.map(|at| at.saturating_since(self.granted_at())),
+        }
+    }
+
+    fn granted_at(&self) -> Instant {
+        self.granted_at.instant().unwrap_or_default()
+    }
 }
 
 #[derive(Debug)]
@@ -189,11 +208,13 @@ struct Waiter {
 /// and one renewal for all of them, however many they are.
 #[derive(Debug)]
 struct GroupState {
+    id: GroupId,
     /// When the group's leases expire; it only moves later.
     expires_at: Instant,
     /// The deadline of the group's pending `ExpireGroup` timer.
     armed: Instant,
-    members: HashSet<LeaseId>,
+    /// Its leases, by their places (4 bytes each rather than an id's 16).
+    members: HashSet<u32>,
 }
 
 /// A key's holder and line. Both are boxed, so that the map of keys keeps
@@ -253,16 +274,6 @@ impl Line {
     }
 }
 
-#[derive(Debug)]
-enum RequestState {
-    Waiting(KeyRef),
-    Granted(LeaseId),
-    /// Its lease ended without its holder's release; a retry is answered `Lost` until `forget_at`.
-    Ended {
-        forget_at: Instant,
-    },
-}
-
 /// Limits that keep one caller from growing the table without bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -280,10 +291,18 @@ impl Default for Limits {
 
 /// The keys, their leases and their lines.
 pub struct LeaseTable {
-    keys: HashMap<KeyRef, KeyState>,
-    leases: HashMap<LeaseId, KeyRef>,
-    requests: HashMap<RequestId, RequestState>,
-    groups: HashMap<GroupId, GroupState>,
+    keys: LookupMap<KeyRef, KeyState>,
+    /// The key of each held lease, by the place its id names.
+    leases: Places<KeyRef>,
+    requests: Requests,
+    /// Requests whose lease ended without its holder's release: a retry is
+    /// answered `Lost` until the instant kept here.
+    ended: HashMap<RequestId, Instant>,
+    /// The renewal groups' places in `group_states`, by id.
+    groups: HashMap<GroupId, u32>,
+    group_states: Slab<GroupState>,
+    /// How many leases each holder number holds ([`LeaseTable::hold_as`]).
+    held_by: HashMap<u64, usize>,
     timers: TimerQueue,
     fences: Fences,
     limits: Limits,
@@ -297,10 +316,13 @@ impl LeaseTable {
     /// An empty table granting fences from `fences`.
     pub fn new(fences: Fences, limits: Limits) -> LeaseTable {
         LeaseTable {
-            keys: HashMap::default(),
-            leases: HashMap::default(),
-            requests: HashMap::default(),
+            keys: LookupMap::default(),
+            leases: Places::default(),
+            requests: Requests::default(),
+            ended: HashMap::default(),
             groups: HashMap::default(),
+            group_states: Slab::new(),
+            held_by: HashMap::default(),
             timers: TimerQueue::default(),
             fences,
             limits,
@@ -338,7 +360,7 @@ impl LeaseTable {
 
     /// How many requests wait in the line of `name`.
     pub fn line_len(&self, name: &KeyName) -> usize {
-        self.keys.get(name).map_or(0, |k| k.line.len())
+        self.keys.get(&Lookup(name)).map_or(0, |k| k.line.len())
     }
 
     /// How many requests wait in lines.
@@ -349,19 +371,19 @@ impl LeaseTable {
     /// The current holder of a key, if any (for inspection by tests).
     #[cfg(any(test, feature = "internals"))]
     pub fn holder(&self, name: &KeyName) -> Option<KeyHolder> {
-        let state = self.keys.get(name)?;
+        let state = self.keys.get(&Lookup(name))?;
         let h = state.holder.as_ref()?;
         Some(KeyHolder {
             name: name.clone(),
             grant: self.current(h),
-            granted_at: h.granted_at,
+            granted_at: h.granted_at(),
         })
     }
 
     /// A holder's grant with its current expiry (its group's, in a group).
     fn current(&self, h: &HolderState) -> Grant {
-        let mut grant = h.grant.clone();
-        if let Some(g) = h.group.and_then(|id| self.groups.get(&id)) {
+        let mut grant = h.grant();
+        if let Some(g) = h.group.and_then(|p| self.group_states.get(p as usize)) {
             grant.expires_at = Some(g.expires_at);
         }
         grant
@@ -369,12 +391,12 @@ impl LeaseTable {
 
     /// The holder of the lease `lease_id`, if it is held.
     pub fn holder_by_id(&self, lease_id: LeaseId) -> Option<KeyHolder> {
-        let key = self.leases.get(&lease_id)?;
+        let key = self.held_key(lease_id)?;
         let h = self.keys.get(key)?.holder.as_ref()?;
         Some(KeyHolder {
-            name: (*key.0).clone(),
+            name: key.name(),
             grant: self.current(h),
-            granted_at: h.granted_at,
+            granted_at: h.granted_at(),
         })
     }
 
@@ -383,12 +405,12 @@ impl LeaseTable {
         let mut out: Vec<KeyHolder> = self
             .keys
             .iter()
-            .filter(|(k, _)| lock.is_none_or(|l| &*k.0.lock == l))
+            .filter(|(k, _)| lock.is_none_or(|l| &**k.lock() == l))
             .filter_map(|(k, s)| {
                 s.holder.as_ref().map(|h| KeyHolder {
-                    name: (*k.0).clone(),
+                    name: k.name(),
                     grant: self.current(h),
-                    granted_at: h.granted_at,
+                    granted_at: h.granted_at(),
                 })
             })
             .collect();
@@ -407,15 +429,14 @@ impl LeaseTable {
                 Timer::Revoke(id) => {
                     let due = self
                         .holder_of(id)
-                        .is_some_and(|h| h.grant.revoke_at == Some(at));
+                        .is_some_and(|h| h.revoke_at.instant() == Some(at));
                     if due {
                         self.end_unseen(id, LossReason::Revoked);
                     }
                 }
                 Timer::Forget(rid) => {
-                    if matches!(self.requests.get(&rid), Some(RequestState::Ended { forget_at }) if *forget_at <= self.now)
-                    {
-                        self.requests.remove(&rid);
+                    if self.ended.get(&rid).is_some_and(|at| *at <= self.now) {
+                        self.ended.remove(&rid);
                     }
                 }
             }
@@ -427,23 +448,24 @@ impl LeaseTable {
         let Some(h) = self.holder_of_mut(id) else {
             return;
         };
-        if h.armed != Some(at) {
+        if h.armed.instant() != Some(at) {
             return;
         }
-        match h.grant.expires_at {
+        match h.expires_at.instant() {
             Some(e) if e <= now => self.end_unseen(id, LossReason::Expired),
             Some(e) => {
-                h.armed = Some(e);
+                h.armed = Nanos::at(Some(e));
                 self.timers.push(e, Timer::Expire(id));
             }
-            None => h.armed = None,
+            None => h.armed = Nanos::NONE,
         }
     }
 
     fn on_expire_group(&mut self, id: GroupId, at: Instant) {
-        let Some(g) = self.groups.get_mut(&id) else {
+        let Some(&place) = self.groups.get(&id) else {
             return;
         };
+        let g = &mut self.group_states[place as usize];
         if g.armed != at {
             return;
         }
@@ -452,24 +474,103 @@ impl LeaseTable {
             self.timers.push(g.expires_at, Timer::ExpireGroup(id));
             return;
         }
-        let members = self
-            .groups
-            .remove(&id)
-            .map(|g| g.members)
-            .unwrap_or_default();
-        for lease in members {
+        self.groups.remove(&id);
+        let members = self.group_states.remove(place as usize).members;
+        let leases: Vec<LeaseId> = members
+            .into_iter()
+            .filter_map(|place| self.lease_at(place))
+            .collect();
+        for lease in leases {
             self.end_unseen(lease, LossReason::Expired);
         }
     }
 
+    /// The lease granted to `request_id`, if it is held.
+    pub fn lease_of(&self, request_id: RequestId) -> Option<LeaseId> {
+        match self.requests.get(request_id)? {
+            RequestState::Granted(place) => self.granted_to(request_id, place).map(|h| h.lease_id),
+            RequestState::Waiting(_) => None,
+        }
+    }
+
+    /// The number of the holder of lease `id` ([`LeaseTable::hold_as`]), if it is held.
+    pub fn holder_number(&self, id: LeaseId) -> Option<u64> {
+        self.holder_of(id).map(|h| h.holder)
+    }
+
+    /// Makes `holder` the holder of lease `id` from now on (a server's
+    /// client that came back on another connection); `false` when the
+    /// lease is not held.
+    pub fn set_holder(&mut self, id: LeaseId, holder: u64) -> bool {
+        let Some(h) = self.holder_of_mut(id) else {
+            return false;
+        };
+        let before = std::mem::replace(&mut h.holder, holder);
+        if before != holder {
+            self.uncount_held(before);
+            self.count_held(holder);
+        }
+        true
+    }
+
+    /// How many leases the holder numbered `holder` holds ([`LeaseTable::hold_as`]).
+    pub fn held_by(&self, holder: u64) -> usize {
+        self.held_by.get(&holder).copied().unwrap_or(0)
+    }
+
+    fn count_held(&mut self, holder: u64) {
+        *self.held_by.entry(holder).or_default() += 1;
+    }
+
+    fn uncount_held(&mut self, holder: u64) {
+        if let Entry::Occupied(mut held) = self.held_by.entry(holder) {
+            *held.get_mut() -= 1;
+            if *held.get() == 0 {
+                held.remove();
+            }
+        }
+    }
+
+    /// The holder of the lease in `place`, if it was granted to `request_id`.
+    fn granted_to(&self, request_id: RequestId, place: u32) -> Option<&HolderState> {
+        let key = self.leases.at(place)?;
+        self.keys
+            .get(key)?
+            .holder
+            .as_deref()
+            .filter(|h| h.request_id == request_id)
+    }
+
+    /// The id of the lease held in `place`.
+    fn lease_at(&self, place: u32) -> Option<LeaseId> {
+        let key = self.leases.at(place)?;
+        Some(self.keys.get(key)?.holder.as_ref()?.lease_id)
+    }
+
+    /// The key of the held lease `id`: its place's key, if that key's
+    /// holder is this very lease.
+    fn held_key(&self, id: LeaseId) -> Option<&KeyRef> {
+        let key = self.leases.get(id)?;
+        let h = self.keys.get(key)?.holder.as_ref()?;
+        (h.lease_id == id).then_some(key)
+    }
+
     fn holder_of(&self, id: LeaseId) -> Option<&HolderState> {
-        let key = self.leases.get(&id)?;
-        self.keys.get(key)?.holder.as_deref()
+        let key = self.leases.get(id)?;
+        self.keys
+            .get(key)?
+            .holder
+            .as_deref()
+            .filter(|h| h.lease_id == id)
     }
 
     fn holder_of_mut(&mut self, id: LeaseId) -> Option<&mut HolderState> {
-        let key = self.leases.get(&id)?;
-        self.keys.get_mut(key)?.holder.as_deref_mut()
+        let key = self.leases.get(id)?;
+        self.keys
+            .get_mut(key)?
+            .holder
+            .as_deref_mut()
+            .filter(|h| h.lease_id == id)
     }
 
     /// Asks for a key. A request id seen before is answered as before:
@@ -489,9 +590,9 @@ impl LeaseTable {
         holder: u64,
     ) -> Result<HoldAnswer<Grant, ()>> {
         self.advance(now);
-        match self.requests.get(&req.request_id) {
-            Some(RequestState::Granted(id)) => {
-                let h = self.holder_of(*id).ok_or_else(|| {
+        match self.requests.get(req.request_id) {
+            Some(RequestState::Granted(place)) => {
+                let h = self.granted_to(req.request_id, place).ok_or_else(|| {
                     Error::new(ErrorKind::Internal, "granted request without lease")
                 })?;
                 return Ok(HoldAnswer::Granted(answer(self.current(h), self.now)));
@@ -500,7 +601,7 @@ impl LeaseTable {
                 let ahead = self.keys[key].line.position(req.request_id).unwrap_or(0);
                 return Ok(HoldAnswer::Queued { waiting: (), ahead });
             }
-            Some(RequestState::Ended { .. }) => {
+            None if self.ended.contains_key(&req.request_id) => {
                 return Err(Error::new(
                     ErrorKind::Lost,
                     "this request was granted a lease that has since ended",
@@ -508,9 +609,9 @@ impl LeaseTable {
             }
             None => {}
         }
-        let key = match self.keys.get_key_value(&req.name) {
+        let key = match self.keys.get_key_value(&Lookup(&req.name)) {
             Some((k, _)) => k.clone(),
-            None => KeyRef(Arc::new(req.name.clone())),
+            None => KeyRef::new(&req.name),
         };
         let ask = Waiter {
             request_id: req.request_id,
@@ -539,8 +640,7 @@ impl LeaseTable {
         }
         state.line.push_back(ask);
         let ahead = state.line.len() - 1;
-        self.requests
-            .insert(req.request_id, RequestState::Waiting(key));
+        self.requests.wait(req.request_id, key);
         Ok(HoldAnswer::Queued { waiting: (), ahead })
     }
 
@@ -556,13 +656,7 @@ impl LeaseTable {
         } = *ask;
         let now = self.now;
         let fence = self.fences.next_fence()?;
-        let lease_id = loop {
-            let id = LeaseId::random();
-            if !self.leases.contains_key(&id) {
-                break id;
-            }
-        };
-        let group = group.filter(|_| ttl.is_some());
+        let lease_id = self.leases.take(key.clone());
         let mut grant = Grant {
             request_id,
             lease_id,
@@ -571,54 +665,77 @@ impl LeaseTable {
             revoke_at: max_hold.map(|m| now + m),
             revoke_in: max_hold,
         };
-        let armed = match (group, grant.expires_at) {
+        let (armed, group) = match (group, grant.expires_at) {
             (Some(id), Some(at)) => {
-                grant.expires_at = Some(self.join_group(id, lease_id, at));
-                None
+                let (expires_at, place) = self.join_group(id, lease_id, at);
+                grant.expires_at = Some(expires_at);
+                (None, Some(place))
             }
             (None, Some(at)) => {
                 self.timers.push(at, Timer::Expire(lease_id));
-                Some(at)
+                (Some(at), None)
             }
-            (_, None) => None,
+            (_, None) => (None, None),
         };
         if let Some(at) = grant.revoke_at {
             self.timers.push(at, Timer::Revoke(lease_id));
         }
         let state = self.keys.get_mut(key).expect("granted key exists");
         state.holder = Some(Box::new(HolderState {
-            grant: grant.clone(),
-            granted_at: now,
-            ttl,
-            armed,
+            request_id,
+            lease_id,
             group,
+            fence,
             holder,
+            granted_at: Nanos::at(Some(now)),
+            expires_at: Nanos::at(grant.expires_at),
+            revoke_at: Nanos::at(grant.revoke_at),
+            ttl: Nanos::of(ttl),
+            armed: Nanos::at(armed),
         }));
         self.record(ActivityKind::Granted, key, fence, holder);
-        self.leases.insert(lease_id, key.clone());
-        self.requests
-            .insert(request_id, RequestState::Granted(lease_id));
+        self.count_held(holder);
+        self.requests.grant(request_id, places::place_of(lease_id));
         Ok(grant)
     }
 
     /// Adds a lease granted now to group `id` (created if the store does not
     /// know it, or no longer: it expired), whose expiry a grant moves to at
-    /// least `expires_at`; answers the group's expiry. A group left empty
-    /// lives on until it expires, so that a renewal sent meanwhile still finds it.
-    fn join_group(&mut self, id: GroupId, lease_id: LeaseId, expires_at: Instant) -> Instant {
-        let fresh = !self.groups.contains_key(&id);
-        let g = self.groups.entry(id).or_insert_with(|| GroupState {
-            expires_at,
-            armed: expires_at,
-            members: HashSet::default(),
-        });
+    /// least `expires_at`; answers the group's expiry and its place. A group
+    /// left empty lives on until it expires, so that a renewal sent meanwhile
+    /// still finds it.
+    fn join_group(
+        &mut self,
+        id: GroupId,
+        lease_id: LeaseId,
+        expires_at: Instant,
+    ) -> (Instant, u32) {
+        let place = match self.groups.get(&id) {
+            Some(&place) => place,
+            None => {
+                let entry = self.group_states.vacant_entry();
+                let place = u32::try_from(entry.key()).expect("fewer than 2^32 groups");
+                entry.insert(GroupState {
+                    id,
+                    expires_at,
+                    armed: expires_at,
+                    members: HashSet::default(),
+                });
+                self.groups.insert(id, place);
+                self.timers.push(expires_at, Timer::ExpireGroup(id));
+                place
+            }
+        };
+        let g = &mut self.group_states[place as usize];
         g.expires_at = g.expires_at.max(expires_at);
-        g.members.insert(lease_id);
-        let at = g.expires_at;
-        if fresh {
-            self.timers.push(at, Timer::ExpireGroup(id));
-        }
-        at
+        g.members.insert(places::place_of(lease_id));
+        (g.expires_at, place)
+    }
+
+    /// The state of group `id`, if the table knows it.
+    fn group_at(&mut self, id: GroupId) -> Option<&mut GroupState> {
+        let place = *self.groups.get(&id)?;
+        self.group_states.get_mut(place as usize)
     }
 
     /// Renews every lease of group `id` for `ttl` from now (a group's expiry
@@ -627,29 +744,24 @@ impl LeaseTable {
     pub fn renew_group(&mut self, id: GroupId, ttl: Duration, now: Instant) -> Result<Instant> {
         self.advance(now);
         let at = self.now + ttl;
-        let g = self
-            .groups
-            .get_mut(&id)
-            .ok_or_else(|| lost(LossReason::Expired))?;
+        let g = self.group_at(id).ok_or_else(|| lost(LossReason::Expired))?;
         g.expires_at = g.expires_at.max(at);
         Ok(g.expires_at)
     }
 
-    /// The leases of group `id` and the requests they were granted to.
-    pub fn group_members(&self, id: GroupId) -> Vec<(LeaseId, RequestId)> {
-        let Some(g) = self.groups.get(&id) else {
-            return Vec::new();
-        };
-        g.members
-            .iter()
-            .filter_map(|l| Some((*l, self.holder_of(*l)?.grant.request_id)))
-            .collect()
+    /// The leases of group `id`.
+    pub fn group_members(&self, id: GroupId) -> Vec<LeaseId> {
+        self.groups
+            .get(&id)
+            .and_then(|p| self.group_states.get(*p as usize))
+            .map(|g| g.members.iter().filter_map(|p| self.lease_at(*p)).collect())
+            .unwrap_or_default()
     }
 
     /// Takes a lease out of its group, if it is in one.
-    fn leave_group(&mut self, lease_id: LeaseId, group: Option<GroupId>) {
-        if let Some(g) = group.and_then(|id| self.groups.get_mut(&id)) {
-            g.members.remove(&lease_id);
+    fn leave_group(&mut self, lease_id: LeaseId, group: Option<u32>) {
+        if let Some(g) = group.and_then(|p| self.group_states.get_mut(p as usize)) {
+            g.members.remove(&places::place_of(lease_id));
         }
     }
 
@@ -667,11 +779,12 @@ impl LeaseTable {
         self.advance(now);
         let now = self.now;
         let h = self
-            .holder_of_mut(lease_id)
+            .holder_of(lease_id)
             .ok_or_else(|| lost(LossReason::Unknown))?;
-        if let (Some(group), Some(own)) = (h.group, h.ttl) {
+        let group = h.group.and_then(|p| self.group_states.get(p as usize));
+        if let (Some(group), Some(own)) = (group.map(|g| g.id), h.ttl.duration()) {
             if ttl.is_none_or(|t| t == own) {
-                let grant = answer(h.grant.clone(), now);
+                let grant = answer(h.grant(), now);
                 let expires = self.renew_group(group, own, now)?;
                 return Ok(Grant {
                     expires_at: Some(expires),
@@ -679,22 +792,22 @@ impl LeaseTable {
                 });
             }
         }
-        let left = h.group.take();
+        let left = self.holder_of_mut(lease_id).and_then(|h| h.group.take());
         self.leave_group(lease_id, left);
         let h = self
             .holder_of_mut(lease_id)
             .ok_or_else(|| lost(LossReason::Unknown))?;
         let mut rearm = None;
-        if let Some(ttl) = ttl.or(h.ttl) {
+        if let Some(ttl) = ttl.or(h.ttl.duration()) {
             let expires = now + ttl;
-            h.grant.expires_at = Some(expires);
-            h.ttl = Some(ttl);
-            if h.armed.is_none_or(|a| expires < a) {
-                h.armed = Some(expires);
+            h.expires_at = Nanos::at(Some(expires));
+            h.ttl = Nanos::of(Some(ttl));
+            if h.armed.instant().is_none_or(|a| expires < a) {
+                h.armed = Nanos::at(Some(expires));
                 rearm = Some(expires);
             }
         }
-        let out = answer(h.grant.clone(), now);
+        let out = answer(h.grant(), now);
         if let Some(at) = rearm {
             self.timers.push(at, Timer::Expire(lease_id));
         }
@@ -706,22 +819,19 @@ impl LeaseTable {
     pub fn release(&mut self, lease_id: LeaseId, now: Instant) -> Result<()> {
         self.advance(now);
         let key = self
-            .leases
-            .remove(&lease_id)
+            .held_key(lease_id)
+            .cloned()
             .ok_or_else(|| lost(LossReason::Unknown))?;
+        self.leases.free(lease_id);
         let holder = self
             .keys
             .get_mut(&key)
             .and_then(|s| s.holder.take())
             .ok_or_else(|| Error::new(ErrorKind::Internal, "lease without holder"))?;
         self.leave_group(lease_id, holder.group);
-        self.requests.remove(&holder.grant.request_id);
-        self.record(
-            ActivityKind::Released,
-            &key,
-            holder.grant.fence,
-            holder.holder,
-        );
+        self.requests.remove(holder.request_id);
+        self.uncount_held(holder.holder);
+        self.record(ActivityKind::Released, &key, holder.fence, holder.holder);
         self.hand_on(&key);
         self.prune_timers();
         Ok(())
@@ -731,23 +841,28 @@ impl LeaseTable {
     /// outnumber the live ones, so that short holds with long ttls do not
     /// grow the heap by rate × ttl. Amortized O(log n) per release.
     fn prune_timers(&mut self) {
-        let live = self.leases.len() * 2 + self.requests.len() + self.groups.len();
+        let live =
+            self.leases.len() * 2 + self.requests.len() + self.ended.len() + self.groups.len();
         if self.timers.len() <= 2 * live + 1024 {
             return;
         }
-        let (leases, keys, requests, groups) =
-            (&self.leases, &self.keys, &self.requests, &self.groups);
+        let (leases, keys, ended) = (&self.leases, &self.keys, &self.ended);
+        let (groups, group_states) = (&self.groups, &self.group_states);
         let holder = |id: &LeaseId| {
             leases
-                .get(id)
+                .get(*id)
                 .and_then(|k| keys.get(k))
                 .and_then(|s| s.holder.as_ref())
+                .filter(|h| h.lease_id == *id)
         };
         self.timers.retain(|at, timer| match timer {
-            Timer::Expire(id) => holder(&id).is_some_and(|h| h.armed == Some(at)),
-            Timer::ExpireGroup(id) => groups.get(&id).is_some_and(|g| g.armed == at),
-            Timer::Revoke(id) => holder(&id).is_some_and(|h| h.grant.revoke_at == Some(at)),
-            Timer::Forget(rid) => matches!(requests.get(&rid), Some(RequestState::Ended { forget_at }) if *forget_at == at),
+            Timer::Expire(id) => holder(&id).is_some_and(|h| h.armed.instant() == Some(at)),
+            Timer::ExpireGroup(id) => groups
+                .get(&id)
+                .and_then(|p| group_states.get(*p as usize))
+                .is_some_and(|g| g.armed == at),
+            Timer::Revoke(id) => holder(&id).is_some_and(|h| h.revoke_at.instant() == Some(at)),
+            Timer::Forget(rid) => ended.get(&rid).is_some_and(|forget_at| *forget_at == at),
         });
     }
 
@@ -755,10 +870,10 @@ impl LeaseTable {
     /// granted meanwhile (the grant raced the give-up), nothing if unknown (LOCK-18).
     pub fn give_up(&mut self, request_id: RequestId, now: Instant) -> GiveUp {
         self.advance(now);
-        match self.requests.get(&request_id) {
+        match self.requests.get(request_id) {
             Some(RequestState::Waiting(key)) => {
                 let key = key.clone();
-                self.requests.remove(&request_id);
+                self.requests.leave_line(request_id);
                 if let Some(state) = self.keys.get_mut(&key) {
                     state.line.remove(request_id);
                     if state.holder.is_none() && state.line.is_empty() {
@@ -767,14 +882,16 @@ impl LeaseTable {
                 }
                 GiveUp::LeftLine
             }
-            Some(RequestState::Granted(id)) => {
-                let id = *id;
+            Some(RequestState::Granted(place)) => {
+                let Some(id) = self.granted_to(request_id, place).map(|h| h.lease_id) else {
+                    return GiveUp::Unknown;
+                };
                 match self.release(id, now) {
                     Ok(()) => GiveUp::Released(id),
                     Err(_) => GiveUp::Unknown,
                 }
             }
-            Some(RequestState::Ended { .. }) | None => GiveUp::Unknown,
+            None => GiveUp::Unknown,
         }
     }
 
@@ -784,48 +901,55 @@ impl LeaseTable {
         let keys = std::mem::take(&mut self.keys);
         for (key, state) in keys {
             if let Some(h) = state.holder {
-                self.record(ActivityKind::Lost(reason), &key, h.grant.fence, h.holder);
+                self.record(ActivityKind::Lost(reason), &key, h.fence, h.holder);
                 self.events.push(Event::Lost {
-                    lease_id: h.grant.lease_id,
-                    request_id: h.grant.request_id,
+                    lease_id: h.lease_id,
+                    request_id: h.request_id,
+                    holder: h.holder,
                     reason,
                 });
             }
         }
         self.leases.clear();
+        self.held_by.clear();
         self.requests.clear();
+        self.ended.clear();
         self.groups.clear();
+        self.group_states.clear();
         self.timers = TimerQueue::default();
     }
 
     /// Ends a lease its holder did not release, tells the holder, and hands the key on.
     fn end_unseen(&mut self, lease_id: LeaseId, reason: LossReason) {
-        let Some(key) = self.leases.remove(&lease_id) else {
+        let Some(key) = self.held_key(lease_id).cloned() else {
             return;
         };
+        self.leases.free(lease_id);
         let Some(holder) = self.keys.get_mut(&key).and_then(|s| s.holder.take()) else {
             return;
         };
-        let request_id = holder.grant.request_id;
+        let request_id = holder.request_id;
         self.leave_group(lease_id, holder.group);
-        let retention = holder.ttl.unwrap_or(Duration::ZERO);
+        self.uncount_held(holder.holder);
+        let retention = holder.ttl.duration().unwrap_or(Duration::ZERO);
         if retention.is_zero() {
-            self.requests.remove(&request_id);
+            self.requests.remove(request_id);
         } else {
             let forget_at = self.now + retention;
-            self.requests
-                .insert(request_id, RequestState::Ended { forget_at });
+            self.requests.remove(request_id);
+            self.ended.insert(request_id, forget_at);
             self.timers.push(forget_at, Timer::Forget(request_id));
         }
         self.events.push(Event::Lost {
             lease_id,
             request_id,
+            holder: holder.holder,
             reason,
         });
         self.record(
             ActivityKind::Lost(reason),
             &key,
-            holder.grant.fence,
+            holder.fence,
             holder.holder,
         );
         self.hand_on(&key);
@@ -842,13 +966,13 @@ impl LeaseTable {
                 self.keys.remove(key);
                 return;
             };
+            self.requests.leave_line(w.request_id);
             match self.grant(key, &w) {
                 Ok(grant) => {
                     self.events.push(Event::Granted(grant));
                     return;
                 }
                 Err(e) => {
-                    self.requests.remove(&w.request_id);
                     self.events.push(Event::Failed {
                         request_id: w.request_id,
                         message: e.message().to_owned(),

@@ -2,7 +2,7 @@
 
 use std::collections::{BinaryHeap, HashMap};
 
-use super::{KeyName, KeyRef, KeyState, LeaseTable};
+use super::{KeyRef, KeyState, LeaseTable};
 use crate::clock::Instant;
 use crate::overview::{KeyRow, LockSummary, OverviewQuery, MAX_ROWS};
 
@@ -30,10 +30,10 @@ impl LeaseTable {
         // one's place is found without hashing.
         let mut last: Option<(*const u8, usize)> = None;
         // The newest grant on top, so that it is the one let go past the limit.
-        let mut chosen: BinaryHeap<(Instant, &KeyName)> = BinaryHeap::with_capacity(limit + 1);
+        let mut chosen: BinaryHeap<(Instant, &KeyRef)> = BinaryHeap::with_capacity(limit + 1);
         let mut matched = 0;
         for (key, state) in &self.keys {
-            let lock: &str = &key.0.lock;
+            let lock: &str = key.lock();
             let at = match last {
                 Some((ptr, at)) if ptr == lock.as_ptr() => at,
                 _ => {
@@ -56,7 +56,7 @@ impl LeaseTable {
                 continue;
             }
             matched += 1;
-            let granted_at = state.holder.as_ref().map_or(now, |h| h.granted_at);
+            let granted_at = state.holder.as_ref().map_or(now, |h| h.granted_at());
             if chosen.len() == limit
                 && chosen
                     .peek()
@@ -64,7 +64,7 @@ impl LeaseTable {
             {
                 continue;
             }
-            chosen.push((granted_at, &*key.0));
+            chosen.push((granted_at, key));
             if chosen.len() > limit {
                 chosen.pop();
             }
@@ -73,7 +73,7 @@ impl LeaseTable {
         let keys = chosen
             .into_sorted_vec()
             .into_iter()
-            .map(|(_, name)| self.row(name, &self.keys[name], now))
+            .map(|(_, key)| self.row(key, &self.keys[key], now))
             .collect();
         TableOverview {
             locks,
@@ -82,15 +82,16 @@ impl LeaseTable {
         }
     }
 
-    fn row(&self, name: &KeyName, state: &KeyState, now: Instant) -> KeyRow {
+    fn row(&self, key: &KeyRef, state: &KeyState, now: Instant) -> KeyRow {
         let holder = state.holder.as_deref();
         let grant = holder.map(|h| self.current(h));
         KeyRow {
-            lock: name.lock.to_string(),
-            key: name.key.to_string(),
+            lock: key.lock().to_string(),
+            key: key.key().to_owned(),
             fence: grant.as_ref().map_or(0, |g| g.fence),
             holder: holder.map_or(0, |h| h.holder),
-            held_for: holder.map_or_else(Default::default, |h| now.saturating_since(h.granted_at)),
+            held_for: holder
+                .map_or_else(Default::default, |h| now.saturating_since(h.granted_at())),
             expires_in: grant
                 .as_ref()
                 .and_then(|g| g.expires_at)
@@ -112,9 +113,9 @@ impl LeaseTable {
 
 /// Whether `query` selects `key`.
 fn selects(query: &OverviewQuery, key: &KeyRef) -> bool {
-    query.lock.as_deref().is_none_or(|l| *key.0.lock == *l)
+    query.lock.as_deref().is_none_or(|l| **key.lock() == *l)
         && query
             .filter
             .as_deref()
-            .is_none_or(|f| key.0.key.contains(f))
+            .is_none_or(|f| key.key().contains(f))
 }

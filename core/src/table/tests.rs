@@ -464,10 +464,10 @@ fn lock_08_a_released_lease_leaves_its_group() {
     };
     assert_eq!(a2.request_id, next.request_id);
     assert_eq!(t.group_members(g).len(), 2);
-    assert!(t.group_members(g).iter().all(|(l, _)| *l != a.lease_id));
+    assert!(t.group_members(g).iter().all(|l| *l != a.lease_id));
     t.renew(b.lease_id, Some(Duration::from_secs(30)), at(3))
         .unwrap();
-    assert_eq!(t.group_members(g), vec![(a2.lease_id, next.request_id)]);
+    assert_eq!(t.group_members(g), vec![a2.lease_id]);
     t.advance(at(13));
     assert!(
         t.holder_by_id(a2.lease_id).is_none(),
@@ -598,4 +598,63 @@ fn activity_records_grants_releases_and_losses_while_on() {
     t.record_activity(false);
     granted(t.hold(req("late", None), at(32)).unwrap());
     assert!(t.drain_activity().is_empty());
+}
+
+// Issue #30: what the table keeps per held lease stays small (a key's
+// holder state is one allocation per held key).
+#[test]
+fn a_holders_state_is_96_bytes() {
+    assert_eq!(std::mem::size_of::<HolderState>(), 96);
+}
+
+// A holder's grant reads back as it was made: ttl, expiry, revocation and
+// the time left before it, whatever the times' compact form.
+#[test]
+fn a_grant_reads_back_as_made() {
+    let mut t = table();
+    let mut r = req("k", None);
+    r.ttl = Some(Duration::from_millis(1500));
+    r.max_hold = Some(Duration::from_secs(7));
+    let g = granted(t.hold(r, at(2)).unwrap());
+    assert_eq!(g.expires_at, Some(at(2) + Duration::from_millis(1500)));
+    assert_eq!(g.revoke_at, Some(at(9)));
+    assert_eq!(g.revoke_in, Some(Duration::from_secs(7)));
+    let held = t.holder(&KeyName::new("l", "k")).unwrap();
+    assert_eq!(held.grant, g);
+    assert_eq!(held.granted_at, at(2));
+    let renewed = t.renew(g.lease_id, None, at(3)).unwrap();
+    assert_eq!(
+        renewed.expires_at,
+        Some(at(3) + Duration::from_millis(1500))
+    );
+    assert_eq!(renewed.revoke_in, Some(Duration::from_secs(6)));
+}
+
+// What a server's limit of keys per connection counts: the leases each
+// holder number holds, through grants, hand-ons, take-overs, releases,
+// give-ups, expiries and a closing store.
+#[test]
+fn each_holders_leases_are_counted() {
+    let mut t = table();
+    let a = granted(t.hold_as(req("a", Some(10)), at(0), 1).unwrap());
+    let b = granted(t.hold_as(req("b", Some(5)), at(0), 1).unwrap());
+    let waiting = req("a", Some(10));
+    t.hold_as(waiting.clone(), at(0), 2).unwrap();
+    let retried = req("c", Some(10));
+    t.hold_as(retried.clone(), at(0), 2).unwrap();
+    t.hold_as(retried.clone(), at(0), 2).unwrap();
+    assert_eq!((t.held_by(1), t.held_by(2)), (2, 1));
+    t.release(a.lease_id, at(1)).unwrap();
+    assert_eq!((t.held_by(1), t.held_by(2)), (1, 2), "a handed on to 2");
+    assert!(t.set_holder(b.lease_id, 2));
+    assert!(t.set_holder(b.lease_id, 2));
+    assert_eq!((t.held_by(1), t.held_by(2)), (0, 3), "b taken over by 2");
+    let c = t.lease_of(retried.request_id).unwrap();
+    assert_eq!(t.give_up(retried.request_id, at(1)), GiveUp::Released(c));
+    assert_eq!(t.held_by(2), 2);
+    t.advance(at(6));
+    assert_eq!(t.held_by(2), 1, "b expired");
+    t.clear(LossReason::Unknown);
+    assert_eq!(t.held_by(2), 0);
+    assert!(t.held_by.is_empty());
 }

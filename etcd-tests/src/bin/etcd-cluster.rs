@@ -9,6 +9,9 @@
 //! restart N    ok                member N started again on its data dir
 //! freeze N     ok                SIGSTOP of member N
 //! thaw N       ok                SIGCONT of member N
+//! outage       outage Tms        how long after the last kill or freeze the
+//!                                members it spared took a write again
+//!                                (etcd_tests::Outage; within 10 s)
 //! quit         (exits)           so does the end of stdin; the members stop
 //! ```
 //!
@@ -20,9 +23,12 @@ use std::time::Duration;
 
 use etcd_tests::{Cluster, Etcd};
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::task::JoinHandle;
 
 /// The members' `--election-timeout` (etcd_tests::Cluster).
 const ELECTION_TIMEOUT_MS: u64 = 500;
+/// How long an outage is measured before the probe gives up.
+const OUTAGE_WITHIN: Duration = Duration::from_secs(10);
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -32,6 +38,7 @@ async fn main() {
         "ready etcd://{} election-timeout={ELECTION_TIMEOUT_MS}ms",
         hosts.join(",")
     ));
+    let mut outage: Option<JoinHandle<Duration>> = None;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let mut words = line.split_whitespace();
@@ -52,7 +59,9 @@ async fn main() {
                 say("ok");
             }
             ("kill", Some(i)) if running(i, &cluster) => {
+                let probe = cluster.outage(i).await;
                 cluster.kill(i);
+                outage = Some(tokio::spawn(probe.measure(OUTAGE_WITHIN)));
                 say("ok");
             }
             ("restart", Some(i)) if !running(i, &cluster) => {
@@ -60,9 +69,18 @@ async fn main() {
                 say("ok");
             }
             ("freeze", Some(i)) if running(i, &cluster) => {
+                let probe = cluster.outage(i).await;
                 cluster.freeze(i);
+                outage = Some(tokio::spawn(probe.measure(OUTAGE_WITHIN)));
                 say("ok");
             }
+            ("outage", _) => match outage.take() {
+                Some(probe) => match probe.await {
+                    Ok(took) => say(&format!("outage {}ms", took.as_millis())),
+                    Err(e) => say(&format!("error: the outage probe failed: {e}")),
+                },
+                None => say("error: no kill or freeze to measure"),
+            },
             ("thaw", Some(i)) if running(i, &cluster) => {
                 cluster.thaw(i);
                 say("ok");

@@ -1,6 +1,7 @@
 /* The C smoke test of the Leasehold ABI: a memory store, a hold, its fence,
  * a release, the calls that return at once and complete through a
- * callback (done at once, later, cancelled), manual leases, slot leases, a held slot (renewed, released with
+ * callback (done at once, later, cancelled), many keys at once (LOCK-22),
+ * manual leases, slot leases, a held slot (renewed, released with
  * what it issued, lost), ID generators (unique, increasing, NotReady and
  * the wait on a virtual clock, Overflow, use after close), cancellation from another thread, loss callbacks,
  * and the error paths of ERR-03 (NULL pointers, invalid UTF-8,
@@ -214,6 +215,194 @@ static void async_calls(lh_store store) {
   CHECK(manual.error == NULL && manual.held && manual.fence > 0);
   OK(lh_manual_release((lh_manual){manual.handle}, (lh_cancel){0}));
   OK(lh_manual_free((lh_manual){manual.handle}));
+
+  OK(lh_lock_free(lock));
+}
+
+/* The packed keys of lh_lock_begin_many: their bytes one after another. */
+struct keys {
+  uint8_t bytes[256];
+  size_t lens[16];
+  size_t len;
+  size_t count;
+};
+
+static struct keys pack(const char *const *names, size_t count) {
+  struct keys k = {.len = 0, .count = count};
+  for (size_t i = 0; i < count; i++) {
+    size_t n = strlen(names[i]);
+    memcpy(k.bytes + k.len, names[i], n);
+    k.lens[i] = n;
+    k.len += n;
+  }
+  return k;
+}
+#define KEYS(k) (k).bytes, (k).len, (k).lens, (k).count
+
+/* Whether `key` of `lock` is free now (then held and released again). */
+static bool free_now(lh_lock lock, const char *key) {
+  lh_holding h = {0};
+  bool held = false;
+  OK(lh_lock_try_begin(lock, S(key), (lh_cancel){0}, &h, &held, NULL));
+  if (held) OK(lh_holding_end(h));
+  return held;
+}
+
+/* Whether `key` of `lock` is free within a second: the leases a failed
+ * begin-many took are released in the background. */
+static bool free_soon(lh_lock lock, const char *key) {
+  lh_holding h = {0};
+  lh_call_options wait = {.has_wait = true, .wait_ns = SECOND};
+  lh_error *err = lh_lock_begin(lock, S(key), &wait, (lh_cancel){0}, &h, NULL);
+  bool held = err == NULL;
+  lh_error_free(err);
+  if (held) OK(lh_holding_end(h));
+  return held;
+}
+
+/* LOCK-22: many keys at once, all or none; the holdings copied out of
+ * the async form's lh_holdings; all ended at once; and ERR-03's bad input. */
+static void many(lh_store store) {
+  lh_lock lock = {0};
+  OK(lh_lock_open(store, S("many"), NULL, &lock));
+  const char *abc[] = {"a", "b", "c"};
+  struct keys k = pack(abc, 3);
+
+  /* The blocking form: each key a lease of its own, with its own fence. */
+  lh_holding h[3] = {{0}};
+  uint64_t fences[3] = {0};
+  OK(lh_lock_begin_many(lock, KEYS(k), NULL, (lh_cancel){0}, h, fences));
+  CHECK(fences[0] > 0 && fences[1] > 0 && fences[2] > 0);
+  CHECK(fences[0] != fences[1] && fences[1] != fences[2] &&
+        fences[0] != fences[2]);
+  lh_lease_info info;
+  OK(lh_holding_info(h[1], &info));
+  CHECK(info.fence == fences[1]);
+  CHECK(!free_now(lock, "b"));
+  OK(lh_holding_end_all(h, 3));
+  CHECK(free_now(lock, "a") && free_now(lock, "b") && free_now(lock, "c"));
+  /* ERR-03: ending them again, or reading one, is closed. */
+  EXPECT(lh_holding_end_all(h, 3), LH_CLOSED);
+  EXPECT(lh_holding_info(h[0], &info), LH_CLOSED);
+
+  /* The async form, done at once: an lh_holdings to copy them out of. */
+  lh_outcome now = {0};
+  CHECK(!lh_lock_begin_many_async(lock, KEYS(k), NULL, (lh_cancel){0},
+                                  completed, 0, &now));
+  CHECK(now.error == NULL && now.held && now.handle != 0);
+  lh_holdings batch = {now.handle};
+  EXPECT(lh_holdings_take(batch, h, fences, 2), LH_INVALID_ARGUMENT);
+  EXPECT(lh_holdings_take(batch, NULL, fences, 3), LH_INVALID_ARGUMENT);
+  EXPECT(lh_holding_end((lh_holding){batch.id}), LH_INVALID_ARGUMENT);
+  OK(lh_holdings_take(batch, h, NULL, 3));
+  EXPECT(lh_holdings_take(batch, h, NULL, 3), LH_CLOSED);
+  EXPECT(lh_holdings_free(batch), LH_CLOSED);
+  OK(lh_holding_info(h[2], &info));
+  CHECK(info.fence > fences[2]); /* LOCK-02: a later grant of "c" */
+  lh_outcome ended = {0};
+  CHECK(!lh_holding_end_all_async(h, 3, NULL, 0, &ended));
+  CHECK(ended.error == NULL);
+
+  /* All or none: "b" is held elsewhere, so the call waits, times out, and
+   * leaves "a" and "c" free at once. */
+  lh_holding b = {0};
+  OK(lh_lock_begin(lock, S("b"), NULL, (lh_cancel){0}, &b, NULL));
+  lh_call_options wait = {.has_wait = true, .wait_ns = SECOND / 100};
+  EXPECT(lh_lock_begin_many(lock, KEYS(k), &wait, (lh_cancel){0}, h, NULL),
+         LH_WAIT_TIMEOUT);
+  CHECK(free_soon(lock, "a") && free_soon(lock, "c"));
+
+  /* Cancelled while in line for "b": fails, takes nothing, leaves the line. */
+  struct completion waiting = COMPLETION;
+  lh_cancel cancel = {0};
+  OK(lh_cancel_new(&cancel));
+  CHECK(lh_lock_begin_many_async(lock, KEYS(k), NULL, cancel, completed,
+                                 (uint64_t)(uintptr_t)&waiting, &now));
+  usleep(20000);
+  CHECK(waiting.calls == 0);
+  OK(lh_cancel_fire(cancel));
+  lh_outcome cancelled = await_completion(&waiting);
+  EXPECT(cancelled.error, LH_CANCELLED);
+  CHECK(cancelled.handle == 0);
+  OK(lh_cancel_free(cancel));
+  CHECK(free_soon(lock, "a") && free_soon(lock, "c"));
+  OK(lh_holding_end(b));
+  CHECK(free_now(lock, "b"));
+
+  /* Holdings freed untaken are released (in the background). */
+  CHECK(!lh_lock_begin_many_async(lock, KEYS(k), NULL, (lh_cancel){0},
+                                  completed, 0, &now));
+  CHECK(now.error == NULL);
+  OK(lh_holdings_free((lh_holdings){now.handle}));
+  CHECK(free_soon(lock, "a") && free_soon(lock, "b") && free_soon(lock, "c"));
+
+  /* No keys: nothing held, nothing to end. */
+  OK(lh_lock_begin_many(lock, NULL, 0, NULL, 0, NULL, (lh_cancel){0}, NULL,
+                        NULL));
+  CHECK(!lh_lock_begin_many_async(lock, NULL, 0, NULL, 0, NULL, (lh_cancel){0},
+                                  completed, 0, &now));
+  CHECK(now.error == NULL && now.handle != 0);
+  OK(lh_holdings_take((lh_holdings){now.handle}, NULL, NULL, 0));
+  OK(lh_holding_end_all(NULL, 0));
+
+  /* LOCK-22 and ERR-03: bad keys, and nothing is held after them. */
+  const char *twice[] = {"a", "b", "a"};
+  struct keys dup = pack(twice, 3);
+  EXPECT(lh_lock_begin_many(lock, KEYS(dup), NULL, (lh_cancel){0}, h, NULL),
+         LH_INVALID_ARGUMENT);
+  const char *empty[] = {"a", ""};
+  struct keys blank = pack(empty, 2);
+  EXPECT(lh_lock_begin_many(lock, KEYS(blank), NULL, (lh_cancel){0}, h, NULL),
+         LH_EMPTY_NAME);
+  EXPECT(lh_lock_begin_many(lock, NULL, 2, k.lens, 3, NULL, (lh_cancel){0}, h,
+                            NULL),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_lock_begin_many(lock, k.bytes, k.len, NULL, 3, NULL,
+                            (lh_cancel){0}, h, NULL),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_lock_begin_many(lock, k.bytes, k.len + 1, k.lens, 3, NULL,
+                            (lh_cancel){0}, h, NULL),
+         LH_INVALID_ARGUMENT);
+  size_t huge[2] = {SIZE_MAX, 2};
+  EXPECT(lh_lock_begin_many(lock, k.bytes, 1, huge, 2, NULL, (lh_cancel){0},
+                            h, NULL),
+         LH_INVALID_ARGUMENT);
+  struct keys bad = k;
+  bad.bytes[1] = 0xff;
+  EXPECT(lh_lock_begin_many(lock, KEYS(bad), NULL, (lh_cancel){0}, h, NULL),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_lock_begin_many(lock, KEYS(k), NULL, (lh_cancel){0}, NULL, NULL),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_lock_begin_many((lh_lock){0}, KEYS(k), NULL, (lh_cancel){0}, h,
+                            NULL),
+         LH_INVALID_ARGUMENT);
+  EXPECT(lh_lock_begin_many((lh_lock){store.id}, KEYS(k), NULL, (lh_cancel){0},
+                            h, NULL),
+         LH_INVALID_ARGUMENT);
+  lh_call_options negative = {.has_wait = true, .wait_ns = -SECOND};
+  EXPECT(lh_lock_begin_many(lock, KEYS(k), &negative, (lh_cancel){0}, h, NULL),
+         LH_INVALID_TTL);
+  lh_outcome refused = {0};
+  CHECK(!lh_lock_begin_many_async(lock, KEYS(dup), NULL, (lh_cancel){0},
+                                  completed, 0, &refused));
+  EXPECT(refused.error, LH_INVALID_ARGUMENT);
+  CHECK(refused.handle == 0);
+  CHECK(free_now(lock, "a") && free_now(lock, "b") && free_now(lock, "c"));
+
+  /* ERR-03: an end over a bad array ends none of it. */
+  OK(lh_lock_begin_many(lock, KEYS(k), NULL, (lh_cancel){0}, h, NULL));
+  lh_holding mixed[2] = {h[0], {lock.id}};
+  EXPECT(lh_holding_end_all(mixed, 2), LH_INVALID_ARGUMENT);
+  lh_holding repeated[2] = {h[0], h[0]};
+  EXPECT(lh_holding_end_all(repeated, 2), LH_INVALID_ARGUMENT);
+  lh_holding zero[2] = {h[0], {0}};
+  EXPECT(lh_holding_end_all(zero, 2), LH_INVALID_ARGUMENT);
+  EXPECT(lh_holding_end_all(NULL, 1), LH_INVALID_ARGUMENT);
+  CHECK(lh_holding_end_all_async(NULL, 1, completed, 0, &ended) == false);
+  EXPECT(ended.error, LH_INVALID_ARGUMENT);
+  OK(lh_holding_info(h[0], &info));
+  CHECK(!free_now(lock, "a"));
+  OK(lh_holding_end_all(h, 3));
 
   OK(lh_lock_free(lock));
 }
@@ -817,6 +1006,33 @@ static void ids_waiting(void) {
   OK(lh_clock_free(clock));
 }
 
+/* lh_lock_begin_watched_async: the begin registers the loss callback (a
+ * second registration fails), which a loss then calls; a NULL callback is
+ * refused before anything is asked for. */
+static void watched_begin(void) {
+  lh_store store = {0};
+  OK(lh_store_memory(&store));
+  lh_lock lock = {0};
+  OK(lh_lock_open(store, S("watched"), NULL, &lock));
+  lh_outcome bad = {0};
+  CHECK(!lh_lock_begin_watched_async(lock, S("k"), NULL, (lh_cancel){0}, NULL,
+                                     42, completed, 0, &bad));
+  EXPECT(bad.error, LH_INVALID_ARGUMENT);
+  lh_outcome now = {0};
+  CHECK(!lh_lock_begin_watched_async(lock, S("k"), NULL, (lh_cancel){0},
+                                     on_lost, 42, completed, 0, &now));
+  CHECK(now.error == NULL && now.held && now.handle != 0 && now.fence > 0);
+  lh_holding h = {now.handle};
+  EXPECT(lh_holding_on_lost(h, on_lost, 42), LH_INVALID_ARGUMENT);
+  int before = losses;
+  OK(lh_store_close(store));
+  for (int i = 0; i < 100 && losses == before; i++) usleep(1000);
+  CHECK(losses == before + 1);
+  CHECK(last_reason == LH_REASON_CLOSED);
+  EXPECT(lh_holding_end(h), LH_LOST);
+  OK(lh_lock_free(lock));
+}
+
 static void loss_on_close(void) {
   lh_store store = {0};
   OK(lh_store_memory(&store));
@@ -856,6 +1072,7 @@ int main(void) {
   OK(lh_store_memory(&store));
   holds(store);
   async_calls(store);
+  many(store);
   bad_input(store);
   manual(store);
   slots(store);
@@ -864,6 +1081,7 @@ int main(void) {
   slot_holds();
   ids_waiting();
   loss_on_close();
+  watched_begin();
   /* A finalizer's free: the handle goes, nothing blocks, closing it fails. */
   lh_store freed = {0};
   OK(lh_store_memory(&freed));

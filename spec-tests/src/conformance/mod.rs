@@ -188,6 +188,9 @@ fn checks() -> Vec<(&'static str, Check)> {
         ("request_id_retry_gets_the_same_lease", |h| {
             Box::pin(request_id_retry_gets_the_same_lease(h))
         }),
+        ("hold_many_answers_each_as_hold_would", |h| {
+            Box::pin(hold_many_answers_each_as_hold_would(h))
+        }),
         ("fences_grow", |h| Box::pin(fences_grow(h))),
         ("lease_expires_at_its_ttl", |h| {
             Box::pin(lease_expires_at_its_ttl(h))
@@ -622,6 +625,102 @@ async fn grant_that_raced_give_up_is_released(h: Harness) -> Checked {
 
 // LOCK-03: a request asked again with the same request id gets the lease it
 // already got (same id, same fence), or keeps its place in line.
+/// More keys than one `HoldMany` frame of the server store carries.
+const MANY: usize = 600;
+
+// LOCK-22: many requests at once are answered each as a hold of its own
+// would be, in the order asked: mixed terms, held keys, a line, a retry by
+// request id, and more keys than one frame carries.
+async fn hold_many_answers_each_as_hold_would(h: Harness) -> Checked {
+    let keys = Keys::new();
+    let (free, taken, line) = (keys.key("free"), keys.key("taken"), keys.key("line"));
+    let holder = granted(&h, &request(&taken, Some(LONG), false))
+        .await?
+        .grant;
+    let asked = vec![
+        request(&free, Some(LONG), false),
+        request(&taken, Some(LONG), false),
+        request(&line, Some(LONG), true),
+        request(&taken, Some(LONG), true),
+    ];
+    let mut answers = h.driver.hold_many(&asked).await.into_iter();
+    let mut next = || match answers.next() {
+        Some(Ok(answer)) => Ok(answer),
+        Some(Err(e)) => Err(NotPassed::Failed(format!("hold_many failed: {e}"))),
+        None => Err(NotPassed::Failed("hold_many answered too few".into())),
+    };
+    let HoldAnswer::Granted(first) = next()? else {
+        return Err("a free key was not granted".to_string().into());
+    };
+    ensure!(
+        matches!(next()?, HoldAnswer::NotHeld),
+        "a held key asked without waiting was not NotHeld"
+    );
+    let HoldAnswer::Granted(third) = next()? else {
+        return Err("a free key asked with waiting was not granted"
+            .to_string()
+            .into());
+    };
+    let waiter = next()?;
+    ensure!(
+        answers.next().is_none(),
+        "hold_many answered more than it was asked"
+    );
+    let again = h.driver.hold_many(&asked[..1]).await;
+    match again.as_slice() {
+        [Ok(HoldAnswer::Granted(g))] => grant_matches(&g.grant, &first.grant)?,
+        other => return Err(format!("a retried request: {} answers", other.len()).into()),
+    }
+    release(&h, holder.lease_id).await?;
+    match waiter {
+        HoldAnswer::Queued {
+            waiting: mut rx, ..
+        } => {
+            let pushed = pushed(&mut rx).await?;
+            ensure!(
+                pushed.grant.fence > holder.fence,
+                "the waiter's fence {} is not above its predecessor's {}",
+                pushed.grant.fence,
+                holder.fence
+            );
+            release(&h, pushed.grant.lease_id).await?;
+        }
+        HoldAnswer::NotHeld => ensure!(
+            !h.driver.capabilities().push,
+            "a store that pushes grants answered NotHeld to a waiting request"
+        ),
+        HoldAnswer::Granted(g) => {
+            let _ = release(&h, g.grant.lease_id).await;
+            return Err("a held key was granted".to_string().into());
+        }
+    }
+    release(&h, first.grant.lease_id).await?;
+    release(&h, third.grant.lease_id).await?;
+    let names: Vec<KeyName> = (0..MANY).map(|i| keys.key(&format!("many-{i}"))).collect();
+    let many: Vec<HoldRequest> = names.iter().map(|k| request(k, Some(LONG), true)).collect();
+    let mut leases = Vec::with_capacity(MANY);
+    for (i, answer) in h.driver.hold_many(&many).await.into_iter().enumerate() {
+        match answer {
+            Ok(HoldAnswer::Granted(g)) => {
+                ensure!(
+                    g.grant.request_id == many[i].request_id,
+                    "answer {i} is another request's"
+                );
+                leases.push(g.grant.lease_id);
+            }
+            Ok(other) => return Err(format!("free key {i}: {}", show(&other)).into()),
+            Err(e) => return Err(format!("free key {i}: {e}").into()),
+        }
+    }
+    let distinct: std::collections::HashSet<LeaseId> = leases.iter().copied().collect();
+    ensure!(distinct.len() == MANY, "{MANY} grants shared lease ids");
+    not_held(&h, &names[MANY - 1]).await?;
+    for lease in leases {
+        release(&h, lease).await?;
+    }
+    Ok(())
+}
+
 async fn request_id_retry_gets_the_same_lease(h: Harness) -> Checked {
     let keys = Keys::new();
     let k = keys.key("k");

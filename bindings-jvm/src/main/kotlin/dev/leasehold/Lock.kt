@@ -70,6 +70,39 @@ class Lock internal constructor(
         return runHeld(holding) { block(Lease(holding)) }
     }
 
+    /**
+     * Waits in line for every key of [keys] at once (at most [wait], else the
+     * lock's own), then runs [block] while holding them all, each a lease of
+     * its own with its own fence, renewal and loss, in the order of [keys]
+     * (LOCK-22); on the server store hundreds of keys go in one frame. All
+     * or none: when one key cannot be had, `holdMany` throws (`WaitTimeout`
+     * past the wait), the block does not run, every lease taken is released
+     * and every line left; cancelling the calling coroutine while it waits
+     * leaves every line (LOCK-18). A key named twice throws
+     * `InvalidArgument`, an empty one `EmptyName`. Every key is released
+     * when the block ends, all at once (LOCK-11). A lost lease, any of them,
+     * cancels the block's coroutine, and `holdMany` then throws [LeaseLost],
+     * the block's own failure kept as its cause (LOCK-10).
+     */
+    suspend fun <T> holdMany(
+        keys: List<String>,
+        wait: Duration? = null,
+        block: suspend (List<Lease>) -> T,
+    ): T {
+        val asked = keys.toTypedArray()
+        val call = NativeCall(::unwantedMany)
+        val began =
+            if (wait == null) {
+                Natives.beginMany(handle, asked, call)
+            } else {
+                Natives.beginManyWithin(handle, asked, wait.toNanos(), call)
+            }
+        reachabilityFence(this)
+        val handles = began ?: call.await() as LongArray
+        val holdings = handles.mapIndexed { at, holding -> Holding(holding, asked[at], name) }
+        return runHeld(HeldMany(holdings)) { block(holdings.map(::Lease)) }
+    }
+
     private companion object {
         /** What `tryBegin` answers when the key is held. */
         const val HELD = 0L
@@ -77,6 +110,11 @@ class Lock internal constructor(
         /** A holding granted to a call given up meanwhile: freed, so released. */
         fun unwanted(handle: Any?) {
             if (handle != HELD) Natives.freeHolding(handle as Long)
+        }
+
+        /** The holdings granted to a `holdMany` given up meanwhile: freed, so released. */
+        fun unwantedMany(handles: Any?) {
+            (handles as LongArray).forEach(Natives::freeHolding)
         }
     }
 }
@@ -121,10 +159,15 @@ internal class Holding(
             try {
                 Natives.end(handle, call) != Natives.PENDING
             } finally {
-                ended = Ended(Natives.fence(handle), Natives.lossReason(handle), Natives.remaining(handle), System.nanoTime())
-                if (users.decrementAndGet() == 0) Natives.freeHolding(handle)
+                markEnded()
             }
         if (!done) withContext(NonCancellable) { call.await() }
+    }
+
+    /** Keeps what the lease was at its end, and gives up the hold's use of the handle. */
+    private fun markEnded() {
+        ended = Ended(Natives.fence(handle), Natives.lossReason(handle), Natives.remaining(handle), System.nanoTime())
+        unpin()
     }
 
     /**
@@ -162,15 +205,57 @@ internal class Holding(
         live: (Long) -> T,
         after: (Ended) -> T,
     ): T {
-        while (true) {
-            val n = users.get()
-            if (n == 0) return after(ended!!)
-            if (users.compareAndSet(n, n + 1)) break
-        }
+        if (!pin()) return after(ended!!)
         try {
             return live(handle)
         } finally {
-            if (users.decrementAndGet() == 0) Natives.freeHolding(handle)
+            unpin()
+        }
+    }
+
+    /** Takes a use of the handle for a native call: false once the hold ended. */
+    private fun pin(): Boolean {
+        while (true) {
+            val n = users.get()
+            if (n == 0) return false
+            if (users.compareAndSet(n, n + 1)) return true
+        }
+    }
+
+    /** Gives a use of the handle back; the last one frees it. */
+    private fun unpin() {
+        if (users.decrementAndGet() == 0) Natives.freeHolding(handle)
+    }
+
+    companion object {
+        /** The loss reason of the first of [holdings] to be lost (LOCK-09); a hold that ended is not watched. */
+        suspend fun anyLost(holdings: List<Holding>): String {
+            val used = holdings.filter { it.pin() }
+            if (used.isEmpty()) awaitCancellation()
+            val call = NativeCall()
+            val reason =
+                try {
+                    Natives.anyLostSignal(LongArray(used.size) { used[it].handle }, call)
+                } finally {
+                    used.forEach { it.unpin() }
+                }
+            return reason ?: call.await() as String
+        }
+
+        /**
+         * Releases every key of [holdings] at once (LOCK-22): fails `Lost` if
+         * any was lost while held; a release that waits runs on to its end
+         * even if the caller is cancelled.
+         */
+        suspend fun endAll(holdings: List<Holding>) {
+            val call = NativeCall()
+            val done =
+                try {
+                    Natives.endAll(LongArray(holdings.size) { holdings[it].handle }, call) != Natives.PENDING
+                } finally {
+                    holdings.forEach { it.markEnded() }
+                }
+            if (!done) withContext(NonCancellable) { call.await() }
         }
     }
 
@@ -183,6 +268,15 @@ internal class Holding(
     ) {
         fun remaining(): Long = if (remainingAtEnd < 0) -1 else maxOf(0, remainingAtEnd - (System.nanoTime() - at))
     }
+}
+
+/** The holdings of one [Lock.holdMany], in the order of its keys: lost when any is lost, ended together. */
+internal class HeldMany(
+    private val holdings: List<Holding>,
+) : Held {
+    override suspend fun lostSignal(): String = Holding.anyLost(holdings)
+
+    override suspend fun end() = Holding.endAll(holdings)
 }
 
 /** The lease of a held key, as the block running under it sees it. */

@@ -9,7 +9,7 @@ import java.lang.ref.Cleaner
 
 /**
  * The hot path into the native library, through JNI (`natives/` in the
- * crate): a hold's begin and end (of a key or a slot), a lease's reads and
+ * crate): a hold's begin and end (of a key, of many keys at once, or of a slot), a lease's reads and
  * its loss, a manual lease's extension and release, a slot renewal, IDs. The
  * library registers these natives when the JVM loads it, which the first use
  * of this object does, before any uniffi call (`Leasehold` and `IdLayout`
@@ -90,6 +90,18 @@ internal object Natives {
 
     /** Holds [key] if it is free: a holding's handle, 0 when it is held, or [PENDING]. */
     @JvmStatic external fun tryBegin(lock: Long, key: String, call: NativeCall): Long
+
+    /** Waits in line for every key of [keys] at once, all or none: the holdings' handles in their order, or null while it waits. */
+    @JvmStatic external fun beginMany(lock: Long, keys: Array<String>, call: NativeCall): LongArray?
+
+    /** [beginMany], waiting in line at most [waitNanos]. */
+    @JvmStatic external fun beginManyWithin(lock: Long, keys: Array<String>, waitNanos: Long, call: NativeCall): LongArray?
+
+    /** The loss reason of the first of [holdings] to be lost, or null while none is. */
+    @JvmStatic external fun anyLostSignal(holdings: LongArray, call: NativeCall): String?
+
+    /** Releases every key of [holdings] at once: 0, or [PENDING]. */
+    @JvmStatic external fun endAll(holdings: LongArray, call: NativeCall): Long
 
     /** A holding's fence. */
     @JvmStatic external fun fence(holding: Long): Long

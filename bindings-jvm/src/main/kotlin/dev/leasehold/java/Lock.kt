@@ -39,6 +39,31 @@ class Lock internal constructor(
     ): CompletableFuture<T> = hold(key, null, fn)
 
     /**
+     * Waits in line for every key of [keys] at once (at most [wait] if
+     * given, else the lock's own), then calls [fn] with their leases, in the
+     * order of [keys], and holds every key until the future it returns
+     * completes, then releases them all at once (LOCK-22). All or none: when
+     * one key cannot be had, the returned future fails (`WaitTimeout` past
+     * the wait), [fn] is not called and every lease taken is released;
+     * cancelling the returned future while it waits leaves every line
+     * (LOCK-18). A lost lease, any of them, cancels [fn]'s future (LOCK-09),
+     * and the returned one then fails `dev.leasehold.LeaseLost`, the
+     * function's own failure kept as its cause (LOCK-10).
+     */
+    fun <T> holdMany(
+        keys: List<String>,
+        wait: Duration?,
+        fn: Function<List<Lease>, out CompletionStage<T>>,
+    ): CompletableFuture<T> =
+        futureOf { lock.holdMany(keys, wait.toOptionalKotlin()) { leases -> fn.apply(leases.map(::Lease)).await() } }
+
+    /** As [holdMany] with the lock's own bound on waiting. */
+    fun <T> holdMany(
+        keys: List<String>,
+        fn: Function<List<Lease>, out CompletionStage<T>>,
+    ): CompletableFuture<T> = holdMany(keys, null, fn)
+
+    /**
      * Holds [key] while [fn]'s future runs, as [hold] does, if the key is
      * free now: [Attempt.Ran] with the value [fn]'s future completed with
      * (null included), or [Attempt.Refused], and [fn] is not called, when
