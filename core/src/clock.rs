@@ -110,7 +110,41 @@ impl Clock {
                 clock: v.clone(),
                 deadline,
                 id: None,
+                claims: false,
             }),
+        }
+    }
+
+    /// Waits until the clock reaches `deadline`, then counts the work that
+    /// follows as busy until the [`Busy`] it answers is dropped. A virtual
+    /// clock's [`VirtualClock::advance_blocking`] takes no step while such
+    /// work runs, so a renewal due at `deadline` is confirmed before the
+    /// clock reaches the deadline it moves, however the test's thread and
+    /// the runtime's threads are scheduled. On the monotonic clock it is
+    /// [`Clock::sleep_until`].
+    pub fn work_at(&self, deadline: Instant) -> WorkAt {
+        let mut sleep = self.sleep_until(deadline);
+        if let Sleep::Virtual(v) = &mut sleep {
+            v.claims = true;
+        }
+        WorkAt { sleep }
+    }
+
+    /// `task`, such that a virtual clock takes no step from now until its
+    /// first poll is over (at most [`WOKEN_GUARD`] of real time): a task
+    /// spawned with it has set its first timers before the clock passes
+    /// them, however late the runtime first polls it. On the monotonic
+    /// clock, `task` as it is.
+    pub fn started<F: Future>(&self, task: F) -> impl Future<Output = F::Output> {
+        let mut busy = self.as_virtual().map(VirtualClock::busy);
+        async move {
+            let mut task = std::pin::pin!(task);
+            std::future::poll_fn(|cx| {
+                let polled = task.as_mut().poll(cx);
+                busy.take();
+                polled
+            })
+            .await
         }
     }
 
@@ -126,6 +160,38 @@ impl Clock {
 impl From<VirtualClock> for Clock {
     fn from(v: VirtualClock) -> Clock {
         Clock::Virtual(v)
+    }
+}
+
+/// The future of [`Clock::work_at`].
+pub struct WorkAt {
+    sleep: Sleep,
+}
+
+impl Future for WorkAt {
+    type Output = Busy;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Busy> {
+        let clock = match &self.sleep {
+            Sleep::Real(_) => None,
+            Sleep::Virtual(v) => Some(v.clock.clone()),
+        };
+        Pin::new(&mut self.sleep).poll(cx).map(|()| Busy { clock })
+    }
+}
+
+/// Work that a virtual clock's next step waits for, until dropped
+/// ([`Clock::work_at`], [`Clock::started`]).
+#[must_use = "the work counts as busy only while its Busy is held"]
+pub struct Busy {
+    clock: Option<VirtualClock>,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        if let Some(clock) = &self.clock {
+            let mut st = clock.state();
+            st.busy = st.busy.saturating_sub(1);
+        }
     }
 }
 
@@ -154,6 +220,9 @@ struct VirtualState {
     sleepers: BTreeMap<(Duration, u64), Waker>,
     /// Sleeps woken whose task has not polled them since (or dropped them).
     woken: HashSet<u64>,
+    /// Work that steps wait for: begun at a deadline the clock reached
+    /// ([`Clock::work_at`]), or tasks not yet polled ([`Clock::started`]).
+    busy: usize,
     /// How far the clock's time of day is off, in milliseconds (skew).
     wall_offset_ms: i64,
 }
@@ -223,23 +292,45 @@ impl VirtualClock {
     /// [`VirtualClock::advance`] for callers outside async code (the
     /// bindings' test hooks): moves one sleeper's deadline at a time and,
     /// after each step, waits until every task the step woke has polled its
-    /// sleep (at most [`WOKEN_GUARD`] of real time), then pauses `pause` more
-    /// for the work that poll started, so that tasks on any runtime thread
-    /// run what the step woke before the clock moves on, even on a loaded machine.
+    /// sleep and the busy work ([`Clock::work_at`], [`Clock::started`]) is done (at most
+    /// [`WOKEN_GUARD`] of real time), then pauses `pause` more for other work
+    /// those polls started, so that tasks on any runtime thread run what the
+    /// step woke before the clock moves on, even on a loaded machine.
     pub fn advance_blocking(&self, by: Duration, pause: Duration) {
-        std::thread::sleep(pause);
+        self.settle_blocking(pause);
         let target = self.state().now + by;
         loop {
             let done = self.step_towards(target);
-            let since = std::time::Instant::now();
-            while !self.state().woken.is_empty() && since.elapsed() < WOKEN_GUARD {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-            std::thread::sleep(pause);
+            self.settle_blocking(pause);
             if done {
                 return;
             }
         }
+    }
+
+    /// Waits until [`VirtualClock::settled`] (at most [`WOKEN_GUARD`]),
+    /// then `pause` more.
+    fn settle_blocking(&self, pause: Duration) {
+        let since = std::time::Instant::now();
+        while !self.settled() && since.elapsed() < WOKEN_GUARD {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        std::thread::sleep(pause);
+    }
+
+    /// Counts work as busy until the answer is dropped.
+    fn busy(&self) -> Busy {
+        self.state().busy += 1;
+        Busy {
+            clock: Some(self.clone()),
+        }
+    }
+
+    /// Whether every sleep a step woke was polled and no busy work
+    /// ([`Clock::work_at`], [`Clock::started`]) still runs.
+    fn settled(&self) -> bool {
+        let st = self.state();
+        st.woken.is_empty() && st.busy == 0
     }
 
     /// Moves the clock to the earliest sleeper's deadline if it comes before
@@ -272,7 +363,7 @@ fn take_due(st: &mut VirtualState) -> Vec<Waker> {
 }
 
 /// The longest real time [`VirtualClock::advance_blocking`] waits for the
-/// tasks a step woke to poll their sleeps.
+/// tasks a step woke to poll their sleeps and finish their busy work.
 pub const WOKEN_GUARD: Duration = Duration::from_secs(2);
 
 /// Lets the tasks that a step woke run before the clock moves on.
@@ -287,6 +378,8 @@ pub struct VirtualSleep {
     clock: VirtualClock,
     deadline: Instant,
     id: Option<u64>,
+    /// Counts as busy once ready ([`Clock::work_at`]).
+    claims: bool,
 }
 
 impl Future for VirtualSleep {
@@ -298,6 +391,9 @@ impl Future for VirtualSleep {
             if let Some(id) = self.id.take() {
                 st.sleepers.remove(&(self.deadline.0, id));
                 st.woken.remove(&id);
+            }
+            if std::mem::take(&mut self.claims) {
+                st.busy += 1;
             }
             return Poll::Ready(());
         }
@@ -388,6 +484,57 @@ mod tests {
         let at = |s| Instant::from_origin(Duration::from_secs(s));
         assert_eq!(*seen.lock().unwrap(), [at(1), at(2)]);
         assert_eq!(virt.now(), at(3));
+    }
+
+    #[test]
+    fn advance_blocking_waits_for_work_begun_at_a_deadline() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let virt = VirtualClock::new();
+        let clock = Clock::from(virt.clone());
+        let seen = Arc::new(Mutex::new(None));
+        let (task_clock, task_seen) = (clock.clone(), seen.clone());
+        rt.spawn(async move {
+            let _busy = task_clock
+                .work_at(Instant::from_origin(Duration::from_secs(1)))
+                .await;
+            // A runtime thread the scheduler left waiting, past any pause.
+            std::thread::sleep(Duration::from_millis(50));
+            *task_seen.lock().unwrap() = Some(task_clock.now());
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        virt.advance_blocking(Duration::from_secs(3), Duration::ZERO);
+        let at_one = Instant::from_origin(Duration::from_secs(1));
+        assert_eq!(*seen.lock().unwrap(), Some(at_one));
+        assert_eq!(virt.now(), Instant::from_origin(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn advance_blocking_waits_for_a_started_task_to_set_its_timers() {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // The only worker is taken: the task below is first polled late.
+        rt.spawn(async { std::thread::sleep(Duration::from_millis(50)) });
+        std::thread::sleep(Duration::from_millis(5));
+        let virt = VirtualClock::new();
+        let clock = Clock::from(virt.clone());
+        let seen = Arc::new(Mutex::new(None));
+        let (task_clock, task_seen) = (clock.clone(), seen.clone());
+        rt.spawn(clock.started(async move {
+            task_clock
+                .sleep_until(Instant::from_origin(Duration::from_secs(1)))
+                .await;
+            *task_seen.lock().unwrap() = Some(task_clock.now());
+        }));
+        virt.advance_blocking(Duration::from_secs(3), Duration::ZERO);
+        let at_one = Instant::from_origin(Duration::from_secs(1));
+        assert_eq!(*seen.lock().unwrap(), Some(at_one));
     }
 
     #[tokio::test]

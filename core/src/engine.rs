@@ -455,13 +455,8 @@ impl Holding {
             .held
             .set_deadline(Some(deadlines.holder()), deadlines.reason());
         let done = CancellationToken::new();
-        self.runtime.spawn(renew_lease_loop(
-            self.driver.clone(),
-            state,
-            done.clone(),
-            deadlines,
-            r.ttl,
-        ));
+        let renewing = renew_lease_loop(self.driver.clone(), state, done.clone(), deadlines, r.ttl);
+        self.runtime.spawn(self.driver.clock().started(renewing));
         self.done = Some(done);
         Ok(())
     }

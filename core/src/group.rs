@@ -142,7 +142,8 @@ impl Group {
             !std::mem::replace(&mut m.task_runs, true)
         };
         if start {
-            self.runtime.spawn(group_task(self.clone()));
+            let task = self.driver.clock().started(group_task(self.clone()));
+            self.runtime.spawn(task);
         } else if max_hold.is_some() {
             self.changed.notify_one();
         }
@@ -221,7 +222,7 @@ async fn group_task(group: Arc<Group>) {
                 group.lose_max_held(clock.now());
             }
             _ = changed => {}
-            _ = clock.sleep_until(renew_at) => {
+            _busy = clock.work_at(renew_at) => {
                 if group.lock().leases.is_empty() {
                     continue;
                 }

@@ -157,7 +157,7 @@ pub(crate) async fn renew_loop<F, Fut>(
             _ = done.cancelled() => return,
             _ = held.lost_cancelled() => return,
             _ = clock.sleep_until(deadline) => return held.mark_lost(deadlines.reason()),
-            _ = clock.sleep_until(next) => {
+            _busy = clock.work_at(next) => {
                 let sent = clock.now();
                 let outcome = tokio::select! {
                     biased;

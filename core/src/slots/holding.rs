@@ -263,18 +263,19 @@ impl SlotHolding {
         let clock = slots.store().driver().clock().clone();
         let deadline = renewal_of(&slots).by_ttl(sent_at);
         let received = clock.now();
-        let held = HeldState::new(clock, Some((deadline, LossReason::Expired)), None);
+        let held = HeldState::new(clock.clone(), Some((deadline, LossReason::Expired)), None);
         let shared = Arc::new(HeldSlotCell::new(lease, slots.ttl(), received, held));
         let done = CancellationToken::new();
         let (close_id, closed) = slots.store().inner().watch_close();
         closed.on_loss(shared.clone());
         let held = HeldSlot { shared };
-        let renewal_loop = slots.store().inner().runtime.spawn(renew_slot_loop(
+        let renewing = clock.started(renew_slot_loop(
             slots.clone(),
             held.shared.clone(),
             done.clone(),
             sent_at,
         ));
+        let renewal_loop = slots.store().inner().runtime.spawn(renewing);
         SlotHolding {
             held,
             slots,
