@@ -1,11 +1,13 @@
 //! A deadline in an atomic: an `Option<Instant>` that holders read on
 //! every check without taking a lock (a lease's `remaining()`, an ID
-//! generator's check before each ID it issues).
+//! generator's check before each ID it issues), alone or with the reason
+//! of a loss at it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::Instant;
+use crate::loss::LossReason;
 
 /// An optional deadline, read and written without a lock.
 ///
@@ -24,21 +26,9 @@ impl AtomicDeadline {
     /// The stored value of no deadline.
     const NONE: u64 = 0;
 
-    /// A deadline at `at`, or none.
-    pub(crate) fn new(at: Option<Instant>) -> AtomicDeadline {
-        AtomicDeadline {
-            nanos: AtomicU64::new(Self::encode(at)),
-        }
-    }
-
     /// The deadline, if there is one.
     pub(crate) fn get(&self) -> Option<Instant> {
         Self::decode(self.nanos.load(Ordering::Acquire))
-    }
-
-    /// Sets the deadline to `at`, or to none.
-    pub(crate) fn set(&self, at: Option<Instant>) {
-        self.nanos.store(Self::encode(at), Ordering::Release);
     }
 
     /// Moves the deadline to `at` if that is later (any deadline is later
@@ -65,6 +55,66 @@ impl AtomicDeadline {
     }
 }
 
+/// An optional deadline and the reason of a loss at it, read and written
+/// together without a lock: a holding's own deadline ([`crate::held`]),
+/// in 8 bytes.
+///
+/// It is kept as `(nanoseconds since the clock's origin + 1) << 3 |
+/// reason code`, and 0 is no deadline. A deadline past 2^61 - 2
+/// nanoseconds (some 73 years) is kept as that much.
+#[derive(Debug, Default)]
+pub(crate) struct AtomicDue {
+    bits: AtomicU64,
+}
+
+impl AtomicDue {
+    /// The bits of the reason's code.
+    const REASON_BITS: u32 = 3;
+    /// The latest deadline kept exactly, in nanoseconds.
+    const MAX_NANOS: u64 = (u64::MAX >> Self::REASON_BITS) - 1;
+
+    /// A deadline at `due`'s instant with its reason, or none.
+    pub(crate) fn new(due: Option<(Instant, LossReason)>) -> AtomicDue {
+        AtomicDue {
+            bits: AtomicU64::new(Self::encode(due)),
+        }
+    }
+
+    /// The deadline and its reason, if there is one.
+    pub(crate) fn get(&self) -> Option<(Instant, LossReason)> {
+        Self::decode(self.bits.load(Ordering::Acquire))
+    }
+
+    /// The deadline alone, if there is one.
+    pub(crate) fn at(&self) -> Option<Instant> {
+        self.get().map(|(at, _)| at)
+    }
+
+    /// Sets the deadline and its reason, or none.
+    pub(crate) fn set(&self, due: Option<(Instant, LossReason)>) {
+        self.bits.store(Self::encode(due), Ordering::Release);
+    }
+
+    fn encode(due: Option<(Instant, LossReason)>) -> u64 {
+        due.map_or(0, |(at, why)| {
+            let nanos = u64::try_from(at.since_origin().as_nanos())
+                .unwrap_or(u64::MAX)
+                .min(Self::MAX_NANOS);
+            ((nanos + 1) << Self::REASON_BITS) | u64::from(why.code())
+        })
+    }
+
+    fn decode(bits: u64) -> Option<(Instant, LossReason)> {
+        if bits == 0 {
+            return None;
+        }
+        let nanos = (bits >> Self::REASON_BITS) - 1;
+        let code = u8::try_from(bits & ((1 << Self::REASON_BITS) - 1)).unwrap_or(0);
+        let why = LossReason::from_code(code).unwrap_or(LossReason::Expired);
+        Some((Instant::from_origin(Duration::from_nanos(nanos)), why))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,13 +124,30 @@ mod tests {
     }
 
     #[test]
-    fn keeps_none_the_origin_and_later_deadlines() {
-        let d = AtomicDeadline::new(None);
+    fn a_due_keeps_its_instant_and_reason() {
+        let d = AtomicDue::new(None);
         assert_eq!(d.get(), None);
-        d.set(Some(at(0)));
-        assert_eq!(d.get(), Some(at(0)));
-        d.set(Some(at(7)));
-        assert_eq!(d.get(), Some(at(7)));
+        for why in [
+            LossReason::Expired,
+            LossReason::Revoked,
+            LossReason::Unknown,
+            LossReason::Restarted,
+            LossReason::Closed,
+        ] {
+            for nanos in [0, 1, 9_000_000_000, AtomicDue::MAX_NANOS] {
+                d.set(Some((at(nanos), why)));
+                assert_eq!(d.get(), Some((at(nanos), why)));
+                assert_eq!(d.at(), Some(at(nanos)));
+            }
+        }
+        d.set(Some((
+            Instant::from_origin(Duration::MAX),
+            LossReason::Revoked,
+        )));
+        assert_eq!(
+            d.get(),
+            Some((at(AtomicDue::MAX_NANOS), LossReason::Revoked))
+        );
         d.set(None);
         assert_eq!(d.get(), None);
     }
@@ -88,6 +155,7 @@ mod tests {
     #[test]
     fn raise_moves_only_later() {
         let d = AtomicDeadline::default();
+        assert_eq!(d.get(), None);
         assert_eq!(d.raise(at(0)), at(0));
         assert_eq!(d.raise(at(10)), at(10));
         assert_eq!(d.raise(at(5)), at(10));

@@ -5,8 +5,8 @@
 //! is renewed is in [`crate::renewal`].
 
 use std::future::Future;
-use std::sync::atomic::{fence, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{fence, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio_util::sync::{
@@ -14,7 +14,7 @@ use tokio_util::sync::{
 };
 
 use crate::clock::{Clock, Instant};
-use crate::deadline::AtomicDeadline;
+use crate::deadline::{AtomicDeadline, AtomicDue};
 use crate::error::Result;
 use crate::loss::LossReason;
 
@@ -24,19 +24,20 @@ pub(crate) struct HeldState {
     clock: Clock,
     /// The holding's own deadline (its maxHold's, in a renewal group), and
     /// the reason of a loss at it.
-    deadline: Mutex<Option<(Instant, LossReason)>>,
-    /// The holding's own deadline again, for [`HeldState::lost_at`] to
-    /// read without the lock.
-    deadline_at: AtomicDeadline,
+    deadline: AtomicDue,
     /// The deadline of the renewal group the holding is in.
     group: Option<Arc<AtomicDeadline>>,
     /// Cancelled at the loss; made on first use, so that a holding nobody
     /// waits on the loss of costs no token (a million held leases).
     lost: OnceLock<CancellationToken>,
-    reason: OnceLock<LossReason>,
+    /// [`HeldState::NOT_LOST`], or the loss's [`LossReason::code`] + 1.
+    reason: AtomicU8,
 }
 
 impl HeldState {
+    /// The value of `reason` before the loss.
+    const NOT_LOST: u8 = 0;
+
     /// A holding kept by `clock`, with its own `deadline` (and the reason of
     /// a loss at it) and its group's.
     pub(crate) fn new(
@@ -46,11 +47,10 @@ impl HeldState {
     ) -> HeldState {
         HeldState {
             clock,
-            deadline_at: AtomicDeadline::new(deadline.map(|(at, _)| at)),
-            deadline: Mutex::new(deadline),
+            deadline: AtomicDue::new(deadline),
             group,
             lost: OnceLock::new(),
-            reason: OnceLock::new(),
+            reason: AtomicU8::new(Self::NOT_LOST),
         }
     }
 
@@ -61,7 +61,13 @@ impl HeldState {
 
     /// Records the loss; only the first reason counts (a loss is delivered once).
     pub(crate) fn mark_lost(&self, reason: LossReason) {
-        if self.reason.set(reason).is_ok() {
+        let first = self.reason.compare_exchange(
+            Self::NOT_LOST,
+            reason.code() + 1,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        if first.is_ok() {
             // Pairs with the fence in `token`: of a loss and a first wait
             // racing, at least one sees the other, so the token is cancelled.
             fence(Ordering::SeqCst);
@@ -101,32 +107,38 @@ impl HeldState {
     /// process just resumed from SIGSTOP): it is recorded here, so that no
     /// one who asks acts as the holder past the deadline (LOCK-04).
     pub(crate) fn reason(&self) -> Option<LossReason> {
-        if let Some(reason) = self.reason.get() {
-            return Some(*reason);
+        if let Some(reason) = self.recorded() {
+            return Some(reason);
         }
         let (at, why) = self.due()?;
         if at > self.clock.now() {
             return None;
         }
         self.mark_lost(why);
-        self.reason.get().copied()
+        self.recorded()
+    }
+
+    /// The loss recorded, if any.
+    fn recorded(&self) -> Option<LossReason> {
+        match self.reason.load(Ordering::Acquire) {
+            Self::NOT_LOST => None,
+            code => LossReason::from_code(code - 1),
+        }
     }
 
     /// Sets the holding's own deadline and the reason of a loss at it.
     pub(crate) fn set_deadline(&self, at: Option<Instant>, why: LossReason) {
-        let mut deadline = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
-        *deadline = at.map(|at| (at, why));
-        self.deadline_at.set(at);
+        self.deadline.set(at.map(|at| (at, why)));
     }
 
     /// Whether the holding is lost at `now`, as [`HeldState::reason`] says,
     /// without taking a lock while its own deadline is ahead: the check an
     /// ID generator makes on every ID it issues.
     pub(crate) fn lost_at(&self, now: Instant) -> bool {
-        if self.reason.get().is_some() {
+        if self.recorded().is_some() {
             return true;
         }
-        if self.group.is_none() && self.deadline_at.get().is_none_or(|own| now < own) {
+        if self.group.is_none() && self.deadline.at().is_none_or(|own| now < own) {
             return false;
         }
         self.reason().is_some()
@@ -135,7 +147,7 @@ impl HeldState {
     /// The holder's deadline, the earlier of its own and its group's (a
     /// group's runs out as `Expired`), with the reason of a loss at it.
     fn due(&self) -> Option<(Instant, LossReason)> {
-        let own = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+        let own = self.deadline.get();
         let group = self.group.as_ref().and_then(|g| g.get());
         match (own, group) {
             (Some((a, why)), Some(b)) if a <= b => Some((a, why)),

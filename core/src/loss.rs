@@ -20,6 +20,25 @@ pub enum LossReason {
 }
 
 impl LossReason {
+    /// Every reason, in the order of their [`LossReason::code`]s.
+    const ALL: [LossReason; 5] = [
+        LossReason::Expired,
+        LossReason::Revoked,
+        LossReason::Unknown,
+        LossReason::Restarted,
+        LossReason::Closed,
+    ];
+
+    /// The reason as a small number, for state kept in atomics.
+    pub(crate) fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The reason of [`LossReason::code`] `code`.
+    pub(crate) fn from_code(code: u8) -> Option<LossReason> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+
     /// The reason as the scenarios and the bindings write it: `expired`, `revoked`, …
     pub fn as_str(self) -> &'static str {
         match self {
@@ -33,15 +52,7 @@ impl LossReason {
 
     /// The reason written as [`LossReason::as_str`] writes it.
     pub fn parse(text: &str) -> Option<LossReason> {
-        [
-            LossReason::Expired,
-            LossReason::Revoked,
-            LossReason::Unknown,
-            LossReason::Restarted,
-            LossReason::Closed,
-        ]
-        .into_iter()
-        .find(|r| r.as_str() == text)
+        Self::ALL.into_iter().find(|r| r.as_str() == text)
     }
 
     /// A sentence for the `Lost` error's message.
