@@ -12,8 +12,9 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::hash::{Hash, Hasher};
 
-use crate::hashed::HashMap;
+use crate::hashed::{HashMap, LookupSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -29,8 +30,33 @@ use crate::lease::LeaseState;
 use crate::loss::LossReason;
 use crate::renewal::{retry_after, Renewal};
 
+/// A lease in a group, hashed and compared by its id, and looked up by it:
+/// a set of these costs a pointer a lease where a map by id would cost
+/// three words.
+struct Member(Arc<LeaseState>);
+
+impl Hash for Member {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.lease_id().hash(state);
+    }
+}
+
+impl PartialEq for Member {
+    fn eq(&self, other: &Member) -> bool {
+        self.0.lease_id() == other.0.lease_id()
+    }
+}
+
+impl Eq for Member {}
+
+impl hashbrown::Equivalent<Member> for LeaseId {
+    fn equivalent(&self, member: &Member) -> bool {
+        *self == member.0.lease_id()
+    }
+}
+
 struct Members {
-    leases: HashMap<LeaseId, Arc<LeaseState>>,
+    leases: LookupSet<Member>,
     /// The maxHold deadlines of leases in the group, earliest first.
     max_holds: BinaryHeap<Reverse<(Instant, LeaseId)>>,
     /// Whether the group's task runs.
@@ -75,7 +101,7 @@ impl Groups {
                     runtime: runtime.clone(),
                     deadline: Arc::default(),
                     members: Mutex::new(Members {
-                        leases: HashMap::default(),
+                        leases: LookupSet::default(),
                         max_holds: BinaryHeap::new(),
                         task_runs: false,
                     }),
@@ -135,7 +161,7 @@ impl Group {
         let id = lease.lease_id();
         let start = {
             let mut m = self.lock();
-            m.leases.insert(id, lease);
+            m.leases.replace(Member(lease));
             if let Some(at) = max_hold {
                 m.max_holds.push(Reverse((at, id)));
             }
@@ -159,7 +185,7 @@ impl Group {
         let leases: Vec<_> = {
             let mut m = self.lock();
             m.max_holds.clear();
-            m.leases.drain().map(|(_, l)| l).collect()
+            m.leases.drain().map(|member| member.0).collect()
         };
         for lease in leases {
             lease.held.mark_lost(reason);
@@ -176,8 +202,8 @@ impl Group {
                     break;
                 }
                 m.max_holds.pop();
-                if let Some(lease) = m.leases.remove(&id) {
-                    due.push(lease);
+                if let Some(member) = m.leases.take(&id) {
+                    due.push(member.0);
                 }
             }
         }

@@ -13,3 +13,8 @@ pub type HashSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 /// type other than its key's, with the same hash ([`hashbrown::Equivalent`]):
 /// the lease table's keys, looked up by a `KeyName` (`core/src/table/key_ref.rs`).
 pub type LookupMap<K, V> = hashbrown::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A `HashSet` with foldhash's seeded hasher whose items can be looked up
+/// by another type with the same hash ([`hashbrown::Equivalent`]): a
+/// renewal group's leases, by their id (`core/src/group.rs`).
+pub type LookupSet<T> = hashbrown::HashSet<T, foldhash::fast::RandomState>;
