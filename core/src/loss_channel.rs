@@ -22,12 +22,15 @@ pub trait LossListener: Send + Sync {
     fn lost(&self, reason: LossReason);
 }
 
-/// Where a channel's one loss is: not sent yet (with who waits for it), sent, or gone.
+/// Where a channel's one loss is: not sent yet (and who waits for it, if
+/// anyone: a task or a listener, never both), sent, or gone.
 enum LossStatus {
-    Open {
-        waker: Option<Waker>,
-        listener: Option<Arc<dyn LossListener>>,
-    },
+    /// Not sent, and nobody waits yet.
+    Open,
+    /// Not sent; a task awaits the receiver.
+    Awaited(Waker),
+    /// Not sent; the listener is told at the send.
+    Listened(Arc<dyn LossListener>),
     Sent(LossReason),
     /// The sender went away without a loss, or the receiver took the loss.
     Done,
@@ -87,10 +90,7 @@ impl std::error::Error for NothingLost {}
 /// ```
 pub fn loss_channel() -> (LossSender, LossReceiver) {
     let shared = Arc::new(LossCell {
-        state: Mutex::new(LossStatus::Open {
-            waker: None,
-            listener: None,
-        }),
+        state: Mutex::new(LossStatus::Open),
     });
     (
         LossSender {
@@ -107,22 +107,18 @@ impl LossSender {
     /// this thread, or wakes the task awaiting it.
     pub fn send(self, reason: LossReason) {
         let mut state = self.shared.lock();
-        let LossStatus::Open { waker, listener } = std::mem::replace(&mut *state, LossStatus::Done)
-        else {
-            return;
-        };
-        match listener {
-            Some(listener) => {
+        match std::mem::replace(&mut *state, LossStatus::Done) {
+            LossStatus::Open => *state = LossStatus::Sent(reason),
+            LossStatus::Awaited(waker) => {
+                *state = LossStatus::Sent(reason);
+                drop(state);
+                waker.wake();
+            }
+            LossStatus::Listened(listener) => {
                 drop(state);
                 listener.lost(reason);
             }
-            None => {
-                *state = LossStatus::Sent(reason);
-                drop(state);
-                if let Some(waker) = waker {
-                    waker.wake();
-                }
-            }
+            done @ (LossStatus::Sent(_) | LossStatus::Done) => *state = done,
         }
     }
 }
@@ -130,13 +126,13 @@ impl LossSender {
 impl Drop for LossSender {
     fn drop(&mut self) {
         let mut state = self.shared.lock();
-        if let LossStatus::Open { waker, .. } = &mut *state {
-            let waker = waker.take();
-            *state = LossStatus::Done;
-            drop(state);
-            if let Some(waker) = waker {
+        match std::mem::replace(&mut *state, LossStatus::Done) {
+            LossStatus::Awaited(waker) => {
+                drop(state);
                 waker.wake();
             }
+            LossStatus::Open | LossStatus::Listened(_) => {}
+            sent @ (LossStatus::Sent(_) | LossStatus::Done) => *state = sent,
         }
     }
 }
@@ -155,8 +151,10 @@ impl LossReceiver {
     pub fn on_loss(self, listener: Arc<dyn LossListener>) {
         let Some(shared) = self.shared else { return };
         let mut state = shared.lock();
-        match &mut *state {
-            LossStatus::Open { listener: slot, .. } => *slot = Some(listener),
+        match &*state {
+            LossStatus::Open | LossStatus::Awaited(_) | LossStatus::Listened(_) => {
+                *state = LossStatus::Listened(listener);
+            }
             LossStatus::Sent(reason) => {
                 let reason = *reason;
                 *state = LossStatus::Done;
@@ -176,11 +174,10 @@ impl Future for LossReceiver {
             return Poll::Ready(Err(NothingLost));
         };
         let mut state = shared.lock();
-        match &mut *state {
-            LossStatus::Open { waker, .. } => {
-                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *waker = Some(cx.waker().clone());
-                }
+        match &*state {
+            LossStatus::Awaited(waker) if waker.will_wake(cx.waker()) => Poll::Pending,
+            LossStatus::Open | LossStatus::Awaited(_) | LossStatus::Listened(_) => {
+                *state = LossStatus::Awaited(cx.waker().clone());
                 Poll::Pending
             }
             LossStatus::Sent(reason) => {
