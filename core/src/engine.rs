@@ -72,6 +72,13 @@ async fn leave_line(driver: Arc<dyn Driver>, request_id: RequestId, mut rx: Wait
     let _ = driver.give_up(request_id).await;
 }
 
+/// What a holding needs of its store, shared by all of them: the driver,
+/// and the runtime its background work runs on (one pointer a holding).
+pub(crate) struct StoreLink {
+    pub(crate) driver: Arc<dyn Driver>,
+    pub(crate) runtime: Handle,
+}
+
 /// What [`acquire`] got: a grant and when the request that secured it was sent.
 pub(crate) struct Acquired {
     pub(crate) granted: Granted,
@@ -361,8 +368,7 @@ fn wait_timeout(wait: Option<Duration>) -> Error {
 /// releases it too (LOCK-11).
 pub struct Holding {
     lease: Lease,
-    driver: Arc<dyn Driver>,
-    runtime: Handle,
+    link: Arc<StoreLink>,
     /// Stops the lease's renewal loop, where the store renews by id.
     done: Option<CancellationToken>,
     /// The renewal group that keeps the lease, where the store renews by group.
@@ -375,8 +381,7 @@ impl Holding {
     /// [`Holding::end`] or drop, renewed on stores whose leases run out (in
     /// `group` where the store renews by group and the request named it).
     pub(crate) async fn start(
-        driver: Arc<dyn Driver>,
-        runtime: Handle,
+        link: Arc<StoreLink>,
         name: KeyName,
         acquired: Acquired,
         renewal: Option<Renewal>,
@@ -384,14 +389,13 @@ impl Holding {
     ) -> Result<Holding> {
         let Acquired { granted, sent_at } = acquired;
         let shared_deadline = group.as_ref().map(|g| g.deadline().clone());
-        let held = HeldState::new(driver.clock().clone(), None, shared_deadline);
+        let held = HeldState::new(link.driver.clock().clone(), None, shared_deadline);
         let state = LeaseState::new(name, &granted.grant, held);
         let (revoke_at, revoke_in) = (granted.grant.revoke_at, granted.grant.revoke_in);
         granted.lost.on_loss(state.clone());
         let mut holding = Holding {
             lease: Lease { state },
-            driver,
-            runtime,
+            link,
             done: None,
             group: None,
             ended: false,
@@ -422,7 +426,7 @@ impl Holding {
         let holder = r
             .by_max_hold(sent_at, revoke_in)
             .map_or(by_group, |m| m.min(by_group));
-        if r.renews_first(Some(holder), self.driver.clock().now()) {
+        if r.renews_first(Some(holder), self.link.driver.clock().now()) {
             (sent_at, revoke_in) = self.renew_now(r).await?;
             group.confirmed(sent_at);
         }
@@ -446,7 +450,7 @@ impl Holding {
         mut revoke_in: Option<Duration>,
     ) -> Result<()> {
         let holder = HolderDeadlines::new(r, sent_at, revoke_in).holder();
-        if r.renews_first(Some(holder), self.driver.clock().now()) {
+        if r.renews_first(Some(holder), self.link.driver.clock().now()) {
             (sent_at, revoke_in) = self.renew_now(r).await?;
         }
         let deadlines = HolderDeadlines::new(r, sent_at, revoke_in);
@@ -455,8 +459,16 @@ impl Holding {
             .held
             .set_deadline(Some(deadlines.holder()), deadlines.reason());
         let done = CancellationToken::new();
-        let renewing = renew_lease_loop(self.driver.clone(), state, done.clone(), deadlines, r.ttl);
-        self.runtime.spawn(self.driver.clock().started(renewing));
+        let renewing = renew_lease_loop(
+            self.link.driver.clone(),
+            state,
+            done.clone(),
+            deadlines,
+            r.ttl,
+        );
+        self.link
+            .runtime
+            .spawn(self.link.driver.clock().started(renewing));
         self.done = Some(done);
         Ok(())
     }
@@ -476,8 +488,9 @@ impl Holding {
     /// the time it answered was left before the lease's maxHold. Fails
     /// `Lost` if the store let the lease go meanwhile.
     async fn renew_now(&self, r: Renewal) -> Result<(Instant, Option<Duration>)> {
-        let sent_at = self.driver.clock().now();
+        let sent_at = self.link.driver.clock().now();
         let grant = self
+            .link
             .driver
             .renew(self.lease.state.lease_id(), Some(r.ttl))
             .await?;
@@ -501,18 +514,18 @@ impl Holding {
         self.stop_renewing();
         let id = self.lease.state.lease_id();
         if let Some(reason) = self.lease.loss_reason() {
-            if self.driver.capabilities().renewal {
+            if self.link.driver.capabilities().renewal {
                 self.release_later();
             } else {
                 // A store in this process answers at once: nothing is left running.
-                let _ = self.driver.release(id).await;
+                let _ = self.link.driver.release(id).await;
             }
             return Err(Error::lost(reason));
         }
-        let clock = self.driver.clock().clone();
+        let clock = self.link.driver.clock().clone();
         let deadline = self.lease.state.held.deadline();
         let released = tokio::select! {
-            r = self.driver.release(id) => Some(r),
+            r = self.link.driver.release(id) => Some(r),
             _ = sleep_until_opt(&clock, deadline) => None,
         };
         match released {
@@ -546,9 +559,9 @@ impl Holding {
 
     /// Releases the lease in the background, for an end that does not wait.
     fn release_later(&self) {
-        let driver = self.driver.clone();
+        let driver = self.link.driver.clone();
         let id = self.lease.state.lease_id();
-        self.runtime.spawn(async move {
+        self.link.runtime.spawn(async move {
             let _ = driver.release(id).await;
         });
     }

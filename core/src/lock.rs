@@ -5,11 +5,8 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use tokio::runtime::Handle;
-
-use crate::driver::Driver;
 use crate::duration;
-use crate::engine::{self, Acquired, HoldOptions, Holding};
+use crate::engine::{self, Acquired, HoldOptions, Holding, StoreLink};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Group;
 use crate::hashed::HashSet;
@@ -105,8 +102,7 @@ impl LockBuilder {
 
 /// What every hold of a lock on its store needs.
 struct Terms {
-    driver: Arc<dyn Driver>,
-    runtime: Handle,
+    link: Arc<StoreLink>,
     renewal: Option<Renewal>,
     group: Option<Arc<Group>>,
 }
@@ -115,8 +111,7 @@ impl Terms {
     /// Starts holding what a hold got.
     async fn start(&self, name: KeyName, acquired: Acquired) -> Result<Holding> {
         Holding::start(
-            self.driver.clone(),
-            self.runtime.clone(),
+            self.link.clone(),
             name,
             acquired,
             self.renewal,
@@ -170,7 +165,8 @@ impl Lock {
     fn terms(&self) -> Result<Terms> {
         let store = self.store.inner();
         store.check_open()?;
-        let driver = store.driver.clone();
+        let link = store.link.clone();
+        let driver = &link.driver;
         let capabilities = driver.capabilities();
         let renewal = capabilities.renewal.then_some(Renewal {
             ttl: self.ttl,
@@ -178,12 +174,11 @@ impl Lock {
         });
         let group = renewal.filter(|_| capabilities.groups).map(|r| {
             self.group
-                .get_or_init(|| store.groups.get(r, &driver, &store.runtime))
+                .get_or_init(|| store.groups.get(r, driver, &link.runtime))
                 .clone()
         });
         Ok(Terms {
-            driver,
-            runtime: store.runtime.clone(),
+            link,
             renewal,
             group,
         })
@@ -215,8 +210,8 @@ impl Lock {
         let name = request.name.clone();
         let wait = options.wait.or(self.wait);
         let Some(acquired) = engine::acquire(
-            &terms.driver,
-            &terms.runtime,
+            &terms.link.driver,
+            &terms.link.runtime,
             request,
             wait,
             options.cancel.as_ref(),
@@ -272,8 +267,8 @@ impl Lock {
             .map(|key| self.request(&terms, key.as_ref(), true))
             .collect();
         engine::acquire_many(
-            &terms.driver,
-            &terms.runtime,
+            &terms.link.driver,
+            &terms.link.runtime,
             requests,
             options.wait.or(self.wait),
             options.cancel.as_ref(),

@@ -9,7 +9,7 @@ use tokio::runtime::Handle;
 
 use crate::driver::{loss_channel, Driver, HolderInfo, LossReceiver, LossSender};
 use crate::duration;
-use crate::engine::{self, HoldOptions};
+use crate::engine::{self, HoldOptions, StoreLink};
 use crate::error::{Error, ErrorKind, Result};
 use crate::group::Groups;
 use crate::idgen::IdsBuilder;
@@ -26,6 +26,8 @@ use crate::table::{HoldRequest, KeyName};
 
 pub(crate) struct StoreInner {
     pub(crate) driver: Arc<dyn Driver>,
+    /// The driver and the runtime again, as the store's holdings share them.
+    pub(crate) link: Arc<StoreLink>,
     /// The holdings the store's close ends that no driver tells of it (held
     /// slots), by id: each hears it through its loss channel, as a held key
     /// hears its driver.
@@ -186,6 +188,10 @@ impl Store {
     pub fn from_driver(driver: Arc<dyn Driver>, runtime: Handle) -> Store {
         Store {
             inner: Arc::new(StoreInner {
+                link: Arc::new(StoreLink {
+                    driver: driver.clone(),
+                    runtime: runtime.clone(),
+                }),
                 driver,
                 closing: Mutex::new(HashMap::new()),
                 next_closing: AtomicU64::new(0),
