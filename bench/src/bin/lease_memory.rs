@@ -155,7 +155,9 @@ fn report(what: &str, n: usize, before: Snapshot, after: Snapshot, took: Duratio
             c => format!("{per:.2} x {}-{} B", 16 * c - 15, 16 * c),
         })
         .collect();
-    println!("  blocks per lease by size: {}", shown.join(", "));
+    if !shown.is_empty() {
+        println!("  blocks per lease by size: {}", shown.join(", "));
+    }
 }
 
 fn new_table() -> LeaseTable {
