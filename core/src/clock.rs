@@ -426,6 +426,15 @@ impl Drop for VirtualSleep {
 mod tests {
     use super::*;
 
+    /// A runtime with `workers` threads of its own.
+    fn runtime(workers: usize) -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn virtual_sleepers_wake_in_deadline_order() {
         let virt = VirtualClock::new();
@@ -463,11 +472,7 @@ mod tests {
 
     #[test]
     fn advance_blocking_fires_timers_on_runtime_threads() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = runtime(2);
         let virt = VirtualClock::new();
         let clock = Clock::from(virt.clone());
         let seen = Arc::new(Mutex::new(Vec::new()));
@@ -488,11 +493,7 @@ mod tests {
 
     #[test]
     fn advance_blocking_waits_for_work_begun_at_a_deadline() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = runtime(2);
         let virt = VirtualClock::new();
         let clock = Clock::from(virt.clone());
         let seen = Arc::new(Mutex::new(None));
@@ -514,11 +515,7 @@ mod tests {
 
     #[test]
     fn advance_blocking_waits_for_a_started_task_to_set_its_timers() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = runtime(1);
         // The only worker is taken: the task below is first polled late.
         rt.spawn(async { std::thread::sleep(Duration::from_millis(50)) });
         std::thread::sleep(Duration::from_millis(5));

@@ -160,6 +160,15 @@ fn report(what: &str, n: usize, before: Snapshot, after: Snapshot, took: Duratio
     }
 }
 
+/// [`report`] for `n` holdings, and the bytes of the caller's vector of them.
+fn report_holdings(what: &str, n: usize, before: Snapshot, took: Duration) {
+    report(what, n, before, snapshot(), took);
+    println!(
+        "  plus the caller's Vec<Holding>: {} B/lease (size_of::<Holding>())",
+        std::mem::size_of::<Holding>()
+    );
+}
+
 fn new_table() -> LeaseTable {
     let fences = Fences::wall_clock();
     LeaseTable::new(fences, Limits::default())
@@ -221,13 +230,18 @@ fn table_churned(n: usize) {
     drop(table);
 }
 
-/// 3. The embedded store with `n` `Holding`s alive.
-fn embedded_held(n: usize) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
+/// A runtime with two threads of its own, as the machine has two cores.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .expect("a tokio runtime");
+        .expect("a tokio runtime")
+}
+
+/// 3. The embedded store with `n` `Holding`s alive.
+fn embedded_held(n: usize) {
+    let rt = runtime();
     // The caller's own vector of holdings is allocated before the first
     // snapshot: its n * size_of::<Holding>() bytes are printed apart.
     let mut holdings: Vec<Holding> = Vec::with_capacity(n);
@@ -248,17 +262,7 @@ fn embedded_held(n: usize) {
         tokio::time::sleep(Duration::from_millis(200)).await;
     });
     let took = start.elapsed();
-    report(
-        "embedded store, held (lock.begin)",
-        n,
-        before,
-        snapshot(),
-        took,
-    );
-    println!(
-        "  plus the caller's Vec<Holding>: {} B/lease (size_of::<Holding>())",
-        std::mem::size_of::<Holding>()
-    );
+    report_holdings("embedded store, held (lock.begin)", n, before, took);
     // This runs in a process of its own: ending a million holdings one by
     // one would take seconds and measure nothing, so the process just ends.
     drop(lock);
@@ -315,11 +319,7 @@ impl Drop for Server {
 /// 4. The server store's client with `n` `Holding`s alive, from one `begin_many`.
 fn remote_held(n: usize) {
     let (server, url) = Server::start(n);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let rt = runtime();
     let store = rt
         .block_on(Store::connect(&url, ConnectOptions::default()))
         .expect("the server answers");
@@ -347,16 +347,11 @@ fn remote_held(n: usize) {
     });
     let took = start.elapsed();
     assert!(holdings.iter().all(|h| !h.lease().lost()));
-    report(
+    report_holdings(
         "server store client, held (lock.begin_many)",
         n,
         before,
-        snapshot(),
         took,
-    );
-    println!(
-        "  plus the caller's Vec<Holding>: {} B/lease (size_of::<Holding>())",
-        std::mem::size_of::<Holding>()
     );
     drop(server);
     drop(lock);
