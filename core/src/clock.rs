@@ -498,15 +498,14 @@ mod tests {
         let clock = Clock::from(virt.clone());
         let seen = Arc::new(Mutex::new(None));
         let (task_clock, task_seen) = (clock.clone(), seen.clone());
-        rt.spawn(async move {
+        rt.spawn(clock.started(async move {
             let _busy = task_clock
                 .work_at(Instant::from_origin(Duration::from_secs(1)))
                 .await;
             // A runtime thread the scheduler left waiting, past any pause.
             std::thread::sleep(Duration::from_millis(50));
             *task_seen.lock().unwrap() = Some(task_clock.now());
-        });
-        std::thread::sleep(Duration::from_millis(20));
+        }));
         virt.advance_blocking(Duration::from_secs(3), Duration::ZERO);
         let at_one = Instant::from_origin(Duration::from_secs(1));
         assert_eq!(*seen.lock().unwrap(), Some(at_one));

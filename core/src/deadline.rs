@@ -127,13 +127,7 @@ mod tests {
     fn a_due_keeps_its_instant_and_reason() {
         let d = AtomicDue::new(None);
         assert_eq!(d.get(), None);
-        for why in [
-            LossReason::Expired,
-            LossReason::Revoked,
-            LossReason::Unknown,
-            LossReason::Restarted,
-            LossReason::Closed,
-        ] {
+        for why in LossReason::ALL {
             for nanos in [0, 1, 9_000_000_000, AtomicDue::MAX_NANOS] {
                 d.set(Some((at(nanos), why)));
                 assert_eq!(d.get(), Some((at(nanos), why)));

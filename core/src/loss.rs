@@ -21,7 +21,7 @@ pub enum LossReason {
 
 impl LossReason {
     /// Every reason, in the order of their [`LossReason::code`]s.
-    const ALL: [LossReason; 5] = [
+    pub(crate) const ALL: [LossReason; 5] = [
         LossReason::Expired,
         LossReason::Revoked,
         LossReason::Unknown,
