@@ -6,7 +6,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::sync::oneshot;
 
-pub use crate::loss_channel::{loss_channel, LossListener, LossReceiver, LossSender, NothingLost};
+pub use crate::loss_channel::{
+    loss_channel, LossListener, LossReceiver, LossSender, LossSink, NothingLost,
+};
 
 use crate::clock::Clock;
 use crate::error::Result;
@@ -136,6 +138,15 @@ pub trait Driver: Send + Sync + 'static {
             crate::error::ErrorKind::Internal,
             "this store does not renew leases by group",
         ))
+    }
+
+    /// Tells the losses of leases granted into `group` from now on to
+    /// `sink`, by lease id, once each lease's holder listened on its
+    /// receiver; the holder puts the lease where the sink finds it first.
+    /// A store that does not (the default) tells each loss on the lease's
+    /// own channel.
+    fn tell_group_losses(&self, group: GroupId, sink: LossSink) {
+        let _ = (group, sink);
     }
 
     /// Lets a lease go by its id; the next in line is granted at once.

@@ -392,7 +392,6 @@ impl Holding {
         let held = HeldState::new(link.driver.clock().clone(), None, shared_deadline);
         let state = LeaseState::new(name, &granted.grant, held);
         let (revoke_at, revoke_in) = (granted.grant.revoke_at, granted.grant.revoke_in);
-        granted.lost.on_loss(state.clone());
         let mut holding = Holding {
             lease: Lease { state },
             link,
@@ -405,6 +404,9 @@ impl Holding {
             (Some(r), None) => holding.renew_by_id(r, sent_at, revoke_in).await?,
             (None, _) => holding.hold_without_renewal(revoke_at),
         }
+        // Listened to last: a store that tells the losses of a group's
+        // leases to the group tells them from now on, and the lease is in it.
+        granted.lost.on_loss(holding.lease.state.clone());
         Ok(holding)
     }
 

@@ -9,6 +9,10 @@
 //! renewal, or a grant into it, which the store counts as one) plus the ttl,
 //! less the margin. A lease that leaves the group (released, lost) is no
 //! longer renewed by it; the store no longer counts it either.
+//!
+//! A store may tell the losses of a group's leases to the group, by lease
+//! id ([`Driver::tell_group_losses`]), rather than on a channel per lease:
+//! the group finds the lease among its members.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -94,7 +98,7 @@ impl Groups {
         let mut map = self.by_renewal.lock().unwrap_or_else(|p| p.into_inner());
         map.entry((renewal.ttl, renewal.margin))
             .or_insert_with(|| {
-                Arc::new(Group {
+                let group = Arc::new(Group {
                     id: GroupId::random(),
                     renewal,
                     driver: driver.clone(),
@@ -106,7 +110,17 @@ impl Groups {
                         task_runs: false,
                     }),
                     changed: Notify::new(),
-                })
+                });
+                let told = Arc::downgrade(&group);
+                driver.tell_group_losses(
+                    group.id,
+                    Box::new(move |lease, reason| {
+                        if let Some(group) = told.upgrade() {
+                            group.lose(lease, reason);
+                        }
+                    }),
+                );
+                group
             })
             .clone()
     }
@@ -178,6 +192,14 @@ impl Group {
     /// Takes a lease out of the group (its holder ended it).
     pub(crate) fn leave(&self, id: LeaseId) {
         self.lock().leases.remove(&id);
+    }
+
+    /// Marks a lease of the group lost, as the store told it, and takes it out.
+    fn lose(&self, id: LeaseId, reason: LossReason) {
+        let lease = self.lock().leases.take(&id);
+        if let Some(Member(lease)) = lease {
+            lease.held.mark_lost(reason);
+        }
     }
 
     /// Marks every lease of the group lost, and empties it.

@@ -6,14 +6,24 @@
 //! by the time `close` returns). A listener is shared, not boxed: a
 //! holder's own state listens, and a million held leases cost no
 //! allocation for it.
+//!
+//! A store that tells the losses of many leases by id ([`LossSink`]) needs
+//! no channel per lease: its receivers are [`LossReceiver::told_elsewhere`]
+//! or, where a loss may come before the holder is ready to hear it by id,
+//! [`LossReceiver::booked`].
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 
+use crate::ids::LeaseId;
 use crate::loss::LossReason;
+
+/// Who hears the losses of many leases, each named by its id: a server's
+/// connection, a renewal group. Called on the thread that tells the loss.
+pub type LossSink = Box<dyn Fn(LeaseId, LossReason) + Send + Sync>;
 
 /// Who hears a lease's loss, once, on the thread that tells it
 /// ([`LossReceiver::on_loss`]).
@@ -54,8 +64,26 @@ pub struct LossSender {
 
 /// The holder's end: await it, or hand it a listener with [`LossReceiver::on_loss`].
 pub struct LossReceiver {
-    /// `None`: the store tells the loss elsewhere ([`LossReceiver::told_elsewhere`]).
-    shared: Option<Arc<LossCell>>,
+    from: Source,
+}
+
+/// Where a receiver's loss comes from.
+enum Source {
+    /// The channel's cell.
+    Cell(Arc<LossCell>),
+    /// Nowhere: the store tells the loss elsewhere ([`LossReceiver::told_elsewhere`]).
+    Elsewhere,
+    /// The store's book of its leases ([`LossReceiver::booked`]).
+    Book(Weak<dyn LossBook>, LeaseId),
+}
+
+/// A store's book of its leases, which tells their losses by id to a
+/// [`LossSink`] once each lease's holder is ready for it, and keeps a loss
+/// that came before until then.
+pub(crate) trait LossBook: Send + Sync {
+    /// The holder of `lease` is ready to hear its loss by id: returns the
+    /// loss that came before, if one did.
+    fn heard(&self, lease: LeaseId) -> Option<LossReason>;
 }
 
 /// What a [`LossReceiver`] yields when its sender went away without a loss.
@@ -97,7 +125,7 @@ pub fn loss_channel() -> (LossSender, LossReceiver) {
             shared: shared.clone(),
         },
         LossReceiver {
-            shared: Some(shared),
+            from: Source::Cell(shared),
         },
     )
 }
@@ -143,13 +171,35 @@ impl LossReceiver {
     /// channel): it holds nothing, a listener is never told, and awaiting it
     /// yields [`NothingLost`] at once.
     pub fn told_elsewhere() -> LossReceiver {
-        LossReceiver { shared: None }
+        LossReceiver {
+            from: Source::Elsewhere,
+        }
+    }
+
+    /// The receiver of `lease`, whose loss `book` tells by id once its
+    /// holder is ready: listening on it (or awaiting it) says the holder is,
+    /// and hears only a loss that came before; a later one goes to the
+    /// book's [`LossSink`].
+    pub(crate) fn booked(book: Weak<dyn LossBook>, lease: LeaseId) -> LossReceiver {
+        LossReceiver {
+            from: Source::Book(book, lease),
+        }
     }
 
     /// Tells `listener` the reason once the lease is lost (at once if it
-    /// was lost already); never if the sender goes away without a loss.
+    /// was lost already); never if the sender goes away without a loss. A
+    /// booked receiver tells it only a loss that came before.
     pub fn on_loss(self, listener: Arc<dyn LossListener>) {
-        let Some(shared) = self.shared else { return };
+        let shared = match self.from {
+            Source::Cell(shared) => shared,
+            Source::Elsewhere => return,
+            Source::Book(book, lease) => {
+                if let Some(reason) = book.upgrade().and_then(|b| b.heard(lease)) {
+                    listener.lost(reason);
+                }
+                return;
+            }
+        };
         let mut state = shared.lock();
         match &*state {
             LossStatus::Open | LossStatus::Awaited(_) | LossStatus::Listened(_) => {
@@ -169,9 +219,17 @@ impl LossReceiver {
 impl Future for LossReceiver {
     type Output = Result<LossReason, NothingLost>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(shared) = &self.shared else {
-            return Poll::Ready(Err(NothingLost));
+    /// A booked receiver completes at once, with a loss that came before or
+    /// [`NothingLost`].
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let shared = match &self.from {
+            Source::Cell(shared) => shared,
+            Source::Elsewhere => return Poll::Ready(Err(NothingLost)),
+            Source::Book(book, lease) => {
+                let early = book.upgrade().and_then(|b| b.heard(*lease));
+                self.from = Source::Elsewhere;
+                return Poll::Ready(early.ok_or(NothingLost));
+            }
         };
         let mut state = shared.lock();
         match &*state {

@@ -11,6 +11,7 @@ use tokio::sync::{oneshot, Notify};
 use crate::clock::{Clock, Instant};
 use crate::driver::{
     loss_channel, Capabilities, Driver, Granted, HoldAnswer, HolderInfo, LossReceiver, LossSender,
+    LossSink,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
@@ -83,10 +84,6 @@ impl MemoryOptions {
 /// How many holds the embedded store grants under one taking of its lock
 /// in a `begin_many` (so that other callers are not kept out for long).
 const MEMORY_HOLD_STEP: usize = 1024;
-
-/// Where a holder hears the losses of all its leases: called with the
-/// lease and the reason, under the store's lock (it must not call the store).
-pub type LossSink = Box<dyn Fn(LeaseId, LossReason) + Send + Sync>;
 
 /// The embedded store's tables and what hangs on them: the lease table,
 /// the channels of its waiters and holders, the slot table and its journal.
@@ -173,6 +170,7 @@ impl MemoryDriver {
     /// through `sink`, rather than through a channel per lease (a server's
     /// connection, with its many leases): their grants come with
     /// [`LossReceiver::told_elsewhere`]. Until [`MemoryDriver::forget_holder`].
+    /// The sink is called under the store's lock: it must not call the store.
     pub fn tell_losses(&self, holder: u64, sink: LossSink) {
         self.shared.lock().sinks.insert(holder, sink);
     }

@@ -237,6 +237,24 @@ async fn lock_22_begin_many_on_the_server_store() {
     }
 }
 
+// LOCK-09: closing the server store loses every lease it holds (Closed) by
+// the time `close` returns: each told by its renewal group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_09_closing_the_server_store_loses_its_leases_by_the_time_close_returns() {
+    let dir = data_dir();
+    let server = ServerProcess::start(dir.path(), &[]);
+    let store = connect(&server.url()).await;
+    let lock = store.lock("l").ttl(S(30)).open().unwrap();
+    let held = lock
+        .begin_many(&shard_keys(500), &HoldOptions::default())
+        .await
+        .unwrap();
+    store.close().await;
+    for holding in &held {
+        assert_eq!(holding.lease().loss_reason(), Some(LossReason::Closed));
+    }
+}
+
 // LOCK-22: all or none across clients: a key another client holds past the
 // wait fails the call, and every lease it took is released at once (long
 // before its 30 s ttl could let it go).

@@ -5,6 +5,7 @@
 //! renewals of single leases batched into one frame.
 
 use crate::hashed::HashMap;
+use std::num::NonZeroU32;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -25,11 +26,12 @@ use crate::clock::Clock;
 use crate::connect::ConnectOptions;
 use crate::driver::{
     loss_channel, Capabilities, Driver, GiveUp, Grant, Granted, HoldAnswer, HoldRequest,
-    HolderInfo, LossSender, Waiting,
+    HolderInfo, LossReceiver, LossSender, LossSink, Waiting,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
+use crate::loss_channel::LossBook;
 use crate::slots::{AcquireResult, SlotLease, SlotRequest};
 
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
@@ -64,13 +66,36 @@ struct Waiter {
     queued: bool,
 }
 
-/// A lease this driver holds, as its book keeps it.
+/// A lease this driver holds, as its book keeps it: 16 bytes, 32 with its
+/// id (a million held leases).
 struct BookedLease {
-    ttl_ms: u64,
-    loss: LossSender,
+    /// Its ttl in milliseconds (at most [`crate::duration::MAX_TTL`]'s).
+    ttl_ms: u32,
     epoch: u32,
-    /// The renewal group that renews it, if any, by its place in `RemoteBook::groups`.
-    group: Option<u32>,
+    /// The renewal group that renews it, if any.
+    group: Option<GroupPlace>,
+    /// Its loss is told to its group's sink: its holder listened.
+    heard: bool,
+}
+
+/// A renewal group's place in `RemoteBook::groups`, counted from 1 (4
+/// bytes, where a group id is 16).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct GroupPlace(NonZeroU32);
+
+impl GroupPlace {
+    fn index(self) -> usize {
+        self.0.get() as usize - 1
+    }
+}
+
+/// A renewal group of held leases, as the book knows it.
+struct BookedGroup {
+    id: GroupId,
+    /// Where the losses of its leases are told, by id, once their holders
+    /// listened ([`Driver::tell_group_losses`]); without one, each lease
+    /// has a channel of its own.
+    sink: Option<LossSink>,
 }
 
 type RenewReply = oneshot::Sender<Result<WireGrant>>;
@@ -89,8 +114,10 @@ enum Asked {
 
 /// The client's book of its connection and of everything on it: requests
 /// awaiting answers, waiters, held leases and their renewal groups.
-#[derive(Default)]
 struct RemoteBook {
+    /// The driver's own core, as the book that tells the losses of leases
+    /// told by group ([`LossReceiver::booked`]).
+    me: Weak<dyn LossBook>,
     conn: Option<Conn>,
     epoch: Option<u32>,
     role: Option<super::protocol::Role>,
@@ -105,13 +132,38 @@ struct RemoteBook {
     /// until the `hold_many` that asked takes them.
     parked: HashMap<RequestId, Waiting>,
     held: HashMap<LeaseId, BookedLease>,
+    /// The channels of held leases not told by group.
+    losses: HashMap<LeaseId, LossSender>,
+    /// Losses of leases told by group that came before their holders
+    /// listened; each leaves when its holder listens or the lease is released.
+    unheard: HashMap<LeaseId, LossReason>,
     /// The renewal groups of held leases (a held lease names its group by
-    /// its place here, which costs it 4 bytes rather than 16).
-    groups: Vec<GroupId>,
+    /// its place here).
+    groups: Vec<BookedGroup>,
     renewals: Vec<(LeaseId, u64, RenewReply)>,
 }
 
 impl RemoteBook {
+    fn new(me: Weak<dyn LossBook>) -> RemoteBook {
+        RemoteBook {
+            me,
+            conn: None,
+            epoch: None,
+            role: None,
+            max_frame: 0,
+            renew_batch: 0,
+            next_id: 0,
+            pending: HashMap::default(),
+            waiters: HashMap::default(),
+            parked: HashMap::default(),
+            held: HashMap::default(),
+            losses: HashMap::default(),
+            unheard: HashMap::default(),
+            groups: Vec::new(),
+            renewals: Vec::new(),
+        }
+    }
+
     /// The store answered that request `rid` waits in line: a new
     /// connection asks again for it.
     fn mark_queued(&mut self, rid: &RequestId) {
@@ -149,41 +201,104 @@ impl RemoteBook {
         }
         self.waiters.remove(&rid);
         match answer? {
-            Reply::Granted(w) => {
-                let (loss, lost) = loss_channel();
-                let epoch = self.epoch.unwrap_or(0);
-                let group = self.group_place(request.group);
-                self.held.insert(
-                    LeaseId(w.lease_id),
-                    BookedLease {
-                        ttl_ms: request.ttl.map(millis).unwrap_or(0),
-                        loss,
-                        epoch,
-                        group,
-                    },
-                );
-                Ok(HoldAnswer::Granted(Granted {
-                    grant: grant_of(&w),
-                    lost,
-                }))
-            }
+            Reply::Granted(w) => Ok(HoldAnswer::Granted(Granted {
+                grant: grant_of(&w),
+                lost: self.book_lease(LeaseId(w.lease_id), request),
+            })),
             Reply::NotHeld => Ok(HoldAnswer::NotHeld),
             other => Err(unexpected("hold", &other)),
         }
     }
 
+    /// Books the lease `id` granted to `request`; returns the receiver
+    /// its loss will come on: the book's own where its group has a sink,
+    /// else a channel of its own.
+    fn book_lease(&mut self, id: LeaseId, request: &HoldRequest) -> LossReceiver {
+        let group = request.group.map(|g| self.group_place(g));
+        let by_group = group.is_some_and(|g| self.groups[g.index()].sink.is_some());
+        self.held.insert(
+            id,
+            BookedLease {
+                ttl_ms: request.ttl.map_or(0, ttl_ms),
+                epoch: self.epoch.unwrap_or(0),
+                group,
+                heard: false,
+            },
+        );
+        if by_group {
+            return LossReceiver::booked(self.me.clone(), id);
+        }
+        let (loss, lost) = loss_channel();
+        self.losses.insert(id, loss);
+        lost
+    }
+
+    /// Takes the lease `id` out of the book: it was released.
+    fn unbook(&mut self, id: &LeaseId) -> Option<BookedLease> {
+        self.losses.remove(id);
+        self.unheard.remove(id);
+        self.held.remove(id)
+    }
+
+    /// Tells the holder of `lease`, just taken out of `held`, that it is
+    /// lost: on its channel, to its group's sink once its holder listened,
+    /// else kept until it does.
+    fn tell_loss(&mut self, id: LeaseId, lease: &BookedLease, reason: LossReason) {
+        if let Some(loss) = self.losses.remove(&id) {
+            return loss.send(reason);
+        }
+        if !lease.heard {
+            self.unheard.insert(id, reason);
+            return;
+        }
+        let group = lease.group.map(|g| &self.groups[g.index()]);
+        if let Some(sink) = group.and_then(|g| g.sink.as_ref()) {
+            sink(id, reason);
+        }
+    }
+
+    /// The holder of `lease` listened: its loss goes to its group's sink
+    /// from now on. Returns the loss that came before, if one did.
+    fn heard(&mut self, lease: LeaseId) -> Option<LossReason> {
+        match self.held.get_mut(&lease) {
+            Some(h) => {
+                h.heard = true;
+                None
+            }
+            None => self.unheard.remove(&lease),
+        }
+    }
+
+    /// Takes every held lease out of the book and tells each holder it is
+    /// lost for `reason`.
+    fn lose_all(&mut self, reason: LossReason) {
+        let held: Vec<_> = self.held.drain().collect();
+        for (id, lease) in held {
+            self.tell_loss(id, &lease, reason);
+        }
+    }
+
     /// The place of `group` in `groups`, added if new.
-    fn group_place(&mut self, group: Option<GroupId>) -> Option<u32> {
-        let group = group?;
-        let at = match self.groups.iter().position(|g| *g == group) {
+    fn group_place(&mut self, group: GroupId) -> GroupPlace {
+        let at = match self.groups.iter().position(|g| g.id == group) {
             Some(at) => at,
             None => {
-                self.groups.push(group);
+                self.groups.push(BookedGroup {
+                    id: group,
+                    sink: None,
+                });
                 self.groups.len() - 1
             }
         };
-        u32::try_from(at).ok()
+        let counted = u32::try_from(at + 1).expect("fewer than 2^32 renewal groups");
+        GroupPlace(NonZeroU32::new(counted).expect("counted from 1"))
     }
+}
+
+/// A ttl in the book's milliseconds; a ttl is at most
+/// [`crate::duration::MAX_TTL`], well within them.
+fn ttl_ms(ttl: Duration) -> u32 {
+    u32::try_from(millis(ttl)).unwrap_or(u32::MAX)
 }
 
 /// What the driver and its connection and renewal tasks share: the target
@@ -307,12 +422,12 @@ impl RemoteDriver {
         };
         let first = connection::open(&target, tls.as_ref(), &options).await?;
         let (up, _) = watch::channel(0);
-        let shared = Arc::new(RemoteDriverCore {
+        let shared = Arc::new_cyclic(|me: &Weak<RemoteDriverCore>| RemoteDriverCore {
             target,
             options,
             tls,
             clock: Clock::monotonic(),
-            state: Mutex::new(RemoteBook::default()),
+            state: Mutex::new(RemoteBook::new(me.clone())),
             up,
             closed: CancellationToken::new(),
             renew_wake: Arc::new(Notify::new()),
@@ -518,44 +633,30 @@ impl RemoteDriverCore {
     /// Tells the holders of every lease of `group` that it is lost.
     fn lose_group(&self, group: GroupId, reason: LossReason) {
         let mut st = self.lock();
-        let place = st.group_place(Some(group));
+        let place = Some(st.group_place(group));
         let gone: Vec<LeaseId> = st
             .held
             .iter()
-            .filter(|(_, h)| h.group.is_some() && h.group == place)
+            .filter(|(_, h)| h.group == place)
             .map(|(id, _)| *id)
             .collect();
         for id in gone {
             if let Some(h) = st.held.remove(&id) {
-                h.loss.send(reason);
+                st.tell_loss(id, &h, reason);
             }
         }
     }
 
     /// Hands a grant to its waiter, or releases it when nobody waits (LOCK-18).
     fn deliver_grant(&self, st: &mut RemoteBook, w: &WireGrant) {
-        let epoch = st.epoch.unwrap_or(0);
         let delivered = match st.waiters.remove(&RequestId(w.request_id)) {
             Some(waiter) => {
-                let (loss, lost) = loss_channel();
-                let ok = waiter
-                    .tx
-                    .send(Ok(Granted {
-                        grant: grant_of(w),
-                        lost,
-                    }))
-                    .is_ok();
-                if ok {
-                    let group = st.group_place(waiter.request.group);
-                    st.held.insert(
-                        LeaseId(w.lease_id),
-                        BookedLease {
-                            ttl_ms: waiter.request.ttl.map(millis).unwrap_or(0),
-                            loss,
-                            epoch,
-                            group,
-                        },
-                    );
+                let id = LeaseId(w.lease_id);
+                let lost = st.book_lease(id, &waiter.request);
+                let grant = grant_of(w);
+                let ok = waiter.tx.send(Ok(Granted { grant, lost })).is_ok();
+                if !ok {
+                    st.unbook(&id);
                 }
                 ok
             }
@@ -607,14 +708,21 @@ impl RemoteDriverCore {
                 true
             }
             ServerFrame::Lost { lease_id, reason } => {
-                if let Some(h) = st.held.remove(&LeaseId(lease_id)) {
-                    h.loss
-                        .send(LossReason::parse(&reason).unwrap_or(LossReason::Unknown));
+                let id = LeaseId(lease_id);
+                if let Some(h) = st.held.remove(&id) {
+                    let reason = LossReason::parse(&reason).unwrap_or(LossReason::Unknown);
+                    st.tell_loss(id, &h, reason);
                 }
                 true
             }
             ServerFrame::Goodbye(_) | ServerFrame::Welcome { .. } => false,
         }
+    }
+}
+
+impl LossBook for RemoteDriverCore {
+    fn heard(&self, lease: LeaseId) -> Option<LossReason> {
+        self.lock().heard(lease)
     }
 }
 
@@ -707,20 +815,18 @@ async fn resync(shared: Weak<RemoteDriverCore>, restarted: bool) {
     let (leases, groups, holds) = {
         let mut st = s.lock();
         if restarted {
-            for (_, h) in st.held.drain() {
-                h.loss.send(LossReason::Restarted);
-            }
+            st.lose_all(LossReason::Restarted);
         }
         let leases: Vec<(u128, u64)> = st
             .held
             .iter()
             .filter(|(_, h)| h.group.is_none())
-            .map(|(id, h)| (id.0, h.ttl_ms))
+            .map(|(id, h)| (id.0, u64::from(h.ttl_ms)))
             .collect();
         let groups: HashMap<GroupId, u64> = st
             .held
             .values()
-            .filter_map(|h| Some((st.groups[usize::try_from(h.group?).ok()?], h.ttl_ms)))
+            .filter_map(|h| Some((st.groups[h.group?.index()].id, u64::from(h.ttl_ms))))
             .collect();
         let holds: Vec<(RequestId, Request)> = st
             .waiters
@@ -756,8 +862,9 @@ async fn resync(shared: Weak<RemoteDriverCore>, restarted: bool) {
         for (id, result) in asked.into_iter().zip(results) {
             if let Err(e) = result {
                 if Error::from(e).kind() == ErrorKind::Lost {
-                    if let Some(h) = st.held.remove(&LeaseId(id)) {
-                        h.loss.send(LossReason::Unknown);
+                    let id = LeaseId(id);
+                    if let Some(h) = st.held.remove(&id) {
+                        st.tell_loss(id, &h, LossReason::Unknown);
                     }
                 }
             }
@@ -815,12 +922,11 @@ async fn run_renewals(
                     match &result {
                         Ok(_) => {
                             if let Some(h) = st.held.get_mut(&id) {
-                                h.ttl_ms = ttl;
+                                h.ttl_ms = u32::try_from(ttl).unwrap_or(u32::MAX);
                             }
                         }
                         Err(e) if e.kind() == ErrorKind::Lost => {
-                            let restarted =
-                                st.held.remove(&id).is_some_and(|h| Some(h.epoch) != epoch);
+                            let restarted = st.unbook(&id).is_some_and(|h| Some(h.epoch) != epoch);
                             if restarted {
                                 let _ = tx.send(Err(Error::lost(LossReason::Restarted)));
                                 continue;
@@ -920,7 +1026,7 @@ impl Driver for RemoteDriver {
                 .lock()
                 .held
                 .get(&lease)
-                .map(|h| h.ttl_ms)
+                .map(|h| u64::from(h.ttl_ms))
                 .ok_or_else(|| Error::lost(LossReason::Unknown))?,
         };
         let (tx, rx) = oneshot::channel();
@@ -957,14 +1063,19 @@ impl Driver for RemoteDriver {
         }
     }
 
+    fn tell_group_losses(&self, group: GroupId, sink: LossSink) {
+        let mut st = self.shared.lock();
+        let place = st.group_place(group);
+        st.groups[place.index()].sink = Some(sink);
+    }
+
     async fn release(&self, lease: LeaseId) -> Result<()> {
         let s = &self.shared;
         let ttl = s
             .lock()
-            .held
-            .remove(&lease)
+            .unbook(&lease)
             .map_or(s.options.connect_timeout, |h| {
-                Duration::from_millis(h.ttl_ms)
+                Duration::from_millis(h.ttl_ms.into())
             });
         let attempt = async {
             loop {
@@ -1081,18 +1192,96 @@ impl Driver for RemoteDriver {
         }
         let _ = tokio::time::timeout(s.options.connect_timeout, s.call(Request::Ping)).await;
         s.closed.cancel();
-        for (_, h) in held {
-            h.loss.send(LossReason::Closed);
-        }
         let mut st = s.lock();
-        for (_, h) in st.held.drain() {
-            h.loss.send(LossReason::Closed);
+        for (id, h) in held {
+            st.tell_loss(id, &h, LossReason::Closed);
         }
+        st.lose_all(LossReason::Closed);
         for (_, w) in st.waiters.drain() {
             let _ = w.tx.send(Err(closed()));
         }
         for (_, _, tx) in st.renewals.drain(..) {
             let _ = tx.send(Err(closed()));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::KeyName;
+
+    /// The losses a sink was told, in order.
+    type Told = Arc<Mutex<Vec<(LeaseId, LossReason)>>>;
+
+    /// A book whose group `group` tells its losses to a sink that records them.
+    fn book_with_sink(group: GroupId) -> (RemoteBook, Told) {
+        let no_core: Weak<dyn LossBook> = Weak::<RemoteDriverCore>::new();
+        let mut book = RemoteBook::new(no_core);
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let sink = told.clone();
+        let place = book.group_place(group);
+        book.groups[place.index()].sink = Some(Box::new(move |lease, reason| {
+            sink.lock().unwrap().push((lease, reason));
+        }));
+        (book, told)
+    }
+
+    fn request(group: Option<GroupId>) -> HoldRequest {
+        HoldRequest {
+            name: KeyName::new("l", "k"),
+            request_id: RequestId::random(),
+            ttl: Some(Duration::from_secs(9)),
+            max_hold: None,
+            queue: true,
+            group,
+        }
+    }
+
+    #[test]
+    fn a_booked_lease_takes_32_bytes_with_its_id() {
+        assert_eq!(std::mem::size_of::<(LeaseId, BookedLease)>(), 32);
+    }
+
+    // LOCK-09: a lease told by group hears its loss through the group's
+    // sink once its holder listened, and a loss that came before when it
+    // listens; a loss nobody listened for leaves the book at the release.
+    #[test]
+    fn lock_09_a_loss_told_by_group_reaches_its_holder_before_or_after_it_listens() {
+        let group = GroupId::random();
+        let (mut book, told) = book_with_sink(group);
+        let (early, late, dropped) = (LeaseId::random(), LeaseId::random(), LeaseId::random());
+        for id in [early, late, dropped] {
+            book.book_lease(id, &request(Some(group)));
+        }
+        for id in [early, dropped] {
+            let lease = book.held.remove(&id).unwrap();
+            book.tell_loss(id, &lease, LossReason::Revoked);
+        }
+        assert_eq!(book.heard(early), Some(LossReason::Revoked));
+        assert_eq!(book.heard(early), None);
+        assert_eq!(book.heard(late), None);
+        let lease = book.held.remove(&late).unwrap();
+        book.tell_loss(late, &lease, LossReason::Expired);
+        assert_eq!(*told.lock().unwrap(), [(late, LossReason::Expired)]);
+        assert!(book.unbook(&dropped).is_none());
+        assert!(book.unheard.is_empty() && book.losses.is_empty());
+    }
+
+    // LOCK-09: a lease in no group (or in one without a sink) hears its
+    // loss on a channel of its own.
+    #[tokio::test]
+    async fn lock_09_a_lease_not_told_by_group_hears_its_loss_on_its_channel() {
+        let (mut book, told) = book_with_sink(GroupId::random());
+        let id = LeaseId::random();
+        let lost = book.book_lease(id, &request(None));
+        let lease = book.held.remove(&id).unwrap();
+        book.tell_loss(id, &lease, LossReason::Closed);
+        assert_eq!(lost.await, Ok(LossReason::Closed));
+        let other = LeaseId::random();
+        let lost = book.book_lease(other, &request(Some(GroupId::random())));
+        book.lose_all(LossReason::Restarted);
+        assert_eq!(lost.await, Ok(LossReason::Restarted));
+        assert!(told.lock().unwrap().is_empty());
     }
 }

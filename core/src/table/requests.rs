@@ -5,18 +5,7 @@
 
 use super::KeyRef;
 use crate::hashed::HashMap;
-use crate::ids::RequestId;
-
-/// A request id as two 64-bit halves: 8-byte aligned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Halves(u64, u64);
-
-impl From<RequestId> for Halves {
-    fn from(id: RequestId) -> Halves {
-        // Truncation meant: the low half, then the high half.
-        Halves(id.0 as u64, (id.0 >> 64) as u64)
-    }
-}
+use crate::ids::{Halves, RequestId};
 
 /// Where a known request is.
 #[derive(Debug)]
