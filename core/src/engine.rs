@@ -95,7 +95,19 @@ pub(crate) async fn acquire(
     cancel: Option<&CancellationToken>,
 ) -> Result<Option<Acquired>> {
     let wait = Wait::from(driver, wait);
-    follow(driver, runtime, request, &wait, cancel, None).await
+    let (answer, sent_at) = ask(driver, runtime, &request, &wait, cancel).await?;
+    match answer {
+        HoldAnswer::Granted(granted) => Ok(Some(Acquired { granted, sent_at })),
+        HoldAnswer::NotHeld if !request.queue => Ok(None),
+        // Waiting is boxed: the future of a hold had at once (most holds,
+        // and every one a binding boxes to poll) stays a few hundred bytes.
+        answer => {
+            Box::pin(wait_in_line(
+                driver, runtime, request, &wait, cancel, answer, sent_at,
+            ))
+            .await
+        }
+    }
 }
 
 /// How long a call may wait in line, from when it started.
@@ -115,51 +127,58 @@ impl Wait {
     }
 }
 
-/// Asks for a key until it is had as [`acquire`] does, starting from the
-/// store's `first` answer and its send time when one came already.
-async fn follow(
+/// Asks the store for the key once, withdrawing the request if the caller
+/// gives up (or its wait runs out) before the answer; the answer and the
+/// request's send time.
+async fn ask(
+    driver: &Arc<dyn Driver>,
+    runtime: &Handle,
+    request: &HoldRequest,
+    wait: &Wait,
+    cancel: Option<&CancellationToken>,
+) -> Result<(HoldAnswer, Instant)> {
+    if cancel.is_some_and(CancellationToken::is_cancelled) {
+        return Err(cancelled());
+    }
+    let clock = driver.clock();
+    let sent_at = clock.now();
+    // The store may take the request before it answers (over a network, or
+    // while reconnecting): a caller that gives up meanwhile withdraws it,
+    // so that neither a place in line nor a grant is left behind.
+    let answer = tokio::select! {
+        biased;
+        a = driver.hold(request.clone()) => a?,
+        _ = cancelled_opt(cancel) => {
+            withdraw(driver, runtime, request.request_id);
+            return Err(cancelled());
+        }
+        _ = sleep_until_opt(clock, wait.until), if request.queue => {
+            withdraw(driver, runtime, request.request_id);
+            return Err(wait_timeout(wait.bound));
+        }
+    };
+    Ok((answer, sent_at))
+}
+
+/// Follows an `answer` that did not settle the hold: waits in line for a
+/// pushed grant, or polls again with jittered backoff on a store that
+/// cannot push, until the key is had, the wait runs out or `cancel` fires.
+async fn wait_in_line(
     driver: &Arc<dyn Driver>,
     runtime: &Handle,
     request: HoldRequest,
     wait: &Wait,
     cancel: Option<&CancellationToken>,
-    mut first: Option<(Result<HoldAnswer>, Instant)>,
+    mut answer: HoldAnswer,
+    mut sent_at: Instant,
 ) -> Result<Option<Acquired>> {
     let clock = driver.clock().clone();
-    let (wait_until, wait) = (wait.until, wait.bound);
-    let queue = request.queue;
-    let request_id = request.request_id;
+    let (wait_until, bound) = (wait.until, wait.bound);
     let mut backoff = POLL_FIRST;
     loop {
-        let (answer, sent_at) = match first.take() {
-            Some((answer, sent_at)) => (answer?, sent_at),
-            None => {
-                if cancel.is_some_and(CancellationToken::is_cancelled) {
-                    return Err(cancelled());
-                }
-                let sent_at = clock.now();
-                // The store may take the request before it answers (over a
-                // network, or while reconnecting): a caller that gives up
-                // meanwhile withdraws it, so that neither a place in line nor
-                // a grant is left behind.
-                let answer = tokio::select! {
-                    biased;
-                    a = driver.hold(request.clone()) => a?,
-                    _ = cancelled_opt(cancel) => {
-                        withdraw(driver, runtime, request_id);
-                        return Err(cancelled());
-                    }
-                    _ = sleep_until_opt(&clock, wait_until), if queue => {
-                        withdraw(driver, runtime, request_id);
-                        return Err(wait_timeout(wait));
-                    }
-                };
-                (answer, sent_at)
-            }
-        };
         match answer {
             HoldAnswer::Granted(granted) => return Ok(Some(Acquired { granted, sent_at })),
-            HoldAnswer::NotHeld if !queue => return Ok(None),
+            HoldAnswer::NotHeld if !request.queue => return Ok(None),
             HoldAnswer::NotHeld => {
                 let jittered = rand::thread_rng().gen_range(backoff / 2..=backoff);
                 let next = clock.now() + jittered;
@@ -170,15 +189,16 @@ async fn follow(
                     _ = cancelled_opt(cancel) => return Err(cancelled()),
                     _ = clock.sleep_until(next), if !timed_out => {}
                     _ = clock.sleep_until(wait_until.unwrap_or(next)), if timed_out => {
-                        return Err(wait_timeout(wait));
+                        return Err(wait_timeout(bound));
                     }
                 }
+                (answer, sent_at) = ask(driver, runtime, &request, wait, cancel).await?;
             }
             HoldAnswer::Queued { waiting: rx, .. } => {
                 let mut line = InLine {
                     driver: driver.clone(),
                     runtime: runtime.clone(),
-                    request_id,
+                    request_id: request.request_id,
                     rx: Some(rx),
                 };
                 let rx = line.rx.as_mut().expect("just set");
@@ -201,7 +221,7 @@ async fn follow(
                         if cancel.is_some_and(CancellationToken::is_cancelled) {
                             Err(cancelled())
                         } else {
-                            Err(wait_timeout(wait))
+                            Err(wait_timeout(bound))
                         }
                     }
                 };
@@ -290,16 +310,29 @@ where
             let request = request.clone();
             in_line.push(async move {
                 let name = request.name.clone();
-                let first = Some((answer, sent_at));
-                let held =
-                    match follow(driver, runtime, request, wait_ref, Some(stop_ref), first).await {
-                        Ok(Some(acquired)) => start(name, acquired).await,
-                        Ok(None) => Err(Error::new(
-                            ErrorKind::Internal,
-                            "a waiting hold returned no lease",
-                        )),
-                        Err(e) => Err(e),
-                    };
+                let followed = match answer {
+                    Ok(answer) => {
+                        wait_in_line(
+                            driver,
+                            runtime,
+                            request,
+                            wait_ref,
+                            Some(stop_ref),
+                            answer,
+                            sent_at,
+                        )
+                        .await
+                    }
+                    Err(e) => Err(e),
+                };
+                let held = match followed {
+                    Ok(Some(acquired)) => start(name, acquired).await,
+                    Ok(None) => Err(Error::new(
+                        ErrorKind::Internal,
+                        "a waiting hold returned no lease",
+                    )),
+                    Err(e) => Err(e),
+                };
                 (at, held)
             });
         }
@@ -399,10 +432,26 @@ impl Holding {
             group: None,
             ended: false,
         };
-        match (renewal, group) {
-            (Some(r), Some(group)) => holding.renew_in_group(r, group, sent_at, revoke_in).await?,
-            (Some(r), None) => holding.renew_by_id(r, sent_at, revoke_in).await?,
-            (None, _) => holding.hold_without_renewal(revoke_at),
+        match renewal {
+            Some(r) => {
+                let (mut sent_at, mut revoke_in) = (sent_at, revoke_in);
+                // The one wait of a start, and a rare one: boxed, so that
+                // the future of a hold stays small.
+                if r.renews_first(
+                    Some(holding.first_deadline(r, group.as_deref(), sent_at, revoke_in)),
+                    holding.link.driver.clock().now(),
+                ) {
+                    (sent_at, revoke_in) = Box::pin(holding.renew_now(r)).await?;
+                    if let Some(group) = &group {
+                        group.confirmed(sent_at);
+                    }
+                }
+                match group {
+                    Some(group) => holding.renew_in_group(r, group, sent_at, revoke_in),
+                    None => holding.renew_by_id(r, sent_at, revoke_in),
+                }
+            }
+            None => holding.hold_without_renewal(revoke_at),
         }
         // Listened to last: a store that tells the losses of a group's
         // leases to the group tells them from now on, and the lease is in it.
@@ -410,34 +459,44 @@ impl Holding {
         Ok(holding)
     }
 
+    /// The holder's deadline a grant sent at `sent_at` gives (`revoke_in`:
+    /// the time the store said was left before the lease's maxHold): in
+    /// `group`, the earlier of the group's, which the store counts the
+    /// grant as a renewal of, and the maxHold one; else the lease's own.
+    fn first_deadline(
+        &self,
+        r: Renewal,
+        group: Option<&Group>,
+        sent_at: Instant,
+        revoke_in: Option<Duration>,
+    ) -> Instant {
+        let Some(group) = group else {
+            return HolderDeadlines::new(r, sent_at, revoke_in).holder();
+        };
+        let by_group = group.confirmed(sent_at);
+        r.by_max_hold(sent_at, revoke_in)
+            .map_or(by_group, |m| m.min(by_group))
+    }
+
     /// On a store that renews by group: joins `group`, whose task renews
-    /// the lease with the others. The store counts a grant into a group as
-    /// the group's renewal, made after the request was sent at `sent_at`
-    /// (`revoke_in`: the time it said was left before the lease's maxHold);
-    /// and so a renewal of the lease by id for the group's ttl, which also
-    /// answers a fresh maxHold. The holder's deadline is the earlier of the
-    /// group's and the lease's own maxHold one.
-    async fn renew_in_group(
+    /// the lease with the others, and which [`Holding::first_deadline`]
+    /// confirmed as of the grant (a renewal first, as of that renewal: a
+    /// renewal of the lease by id for the group's ttl, which also answers a
+    /// fresh maxHold). The holder's deadline is the earlier of the group's
+    /// and the lease's own maxHold one, made after the request was sent at
+    /// `sent_at` (`revoke_in`: the time it said was left before it).
+    fn renew_in_group(
         &mut self,
         r: Renewal,
         group: Arc<Group>,
-        mut sent_at: Instant,
-        mut revoke_in: Option<Duration>,
-    ) -> Result<()> {
-        let by_group = group.confirmed(sent_at);
-        let holder = r
-            .by_max_hold(sent_at, revoke_in)
-            .map_or(by_group, |m| m.min(by_group));
-        if r.renews_first(Some(holder), self.link.driver.clock().now()) {
-            (sent_at, revoke_in) = self.renew_now(r).await?;
-            group.confirmed(sent_at);
-        }
+        sent_at: Instant,
+        revoke_in: Option<Duration>,
+    ) {
         let max_hold = r.by_max_hold(sent_at, revoke_in);
         let state = &self.lease.state;
         state.held.set_deadline(max_hold, LossReason::Revoked);
         self.group = Some(group.clone());
         group.join(state.clone(), max_hold);
-        Ok(())
     }
 
     /// On a store that renews by id: starts the lease's own renewal loop,
@@ -445,16 +504,7 @@ impl Holding {
     /// granted (a grant, made at once or after a wait in line, was made at
     /// some time after it, so the deadline it gives is one the store has
     /// surely not passed).
-    async fn renew_by_id(
-        &mut self,
-        r: Renewal,
-        mut sent_at: Instant,
-        mut revoke_in: Option<Duration>,
-    ) -> Result<()> {
-        let holder = HolderDeadlines::new(r, sent_at, revoke_in).holder();
-        if r.renews_first(Some(holder), self.link.driver.clock().now()) {
-            (sent_at, revoke_in) = self.renew_now(r).await?;
-        }
+    fn renew_by_id(&mut self, r: Renewal, sent_at: Instant, revoke_in: Option<Duration>) {
         let deadlines = HolderDeadlines::new(r, sent_at, revoke_in);
         let state = self.lease.state.clone();
         state
@@ -472,7 +522,6 @@ impl Holding {
             .runtime
             .spawn(self.link.driver.clock().started(renewing));
         self.done = Some(done);
-        Ok(())
     }
 
     /// On a store whose leases do not run out (the embedded store): nothing

@@ -108,8 +108,13 @@ struct Terms {
 }
 
 impl Terms {
-    /// Starts holding what a hold got.
-    async fn start(&self, name: KeyName, acquired: Acquired) -> Result<Holding> {
+    /// Starts holding what a hold got. Not an `async fn`: one would keep a
+    /// second copy of the arguments in the hold's future.
+    fn start(
+        &self,
+        name: KeyName,
+        acquired: Acquired,
+    ) -> impl Future<Output = Result<Holding>> + Send + 'static {
         Holding::start(
             self.link.clone(),
             name,
@@ -117,7 +122,6 @@ impl Terms {
             self.renewal,
             self.group.clone(),
         )
-        .await
     }
 }
 
