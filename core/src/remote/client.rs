@@ -290,8 +290,8 @@ impl RemoteBook {
                 self.groups.len() - 1
             }
         };
-        let counted = u32::try_from(at + 1).expect("fewer than 2^32 renewal groups");
-        GroupPlace(NonZeroU32::new(counted).expect("counted from 1"))
+        // A store handle has one group per ttl and margin: far fewer than 2^32.
+        GroupPlace(NonZeroU32::MIN.saturating_add(u32::try_from(at).unwrap_or(u32::MAX)))
     }
 }
 
