@@ -230,6 +230,23 @@ async fn wait_in_line(
     }
 }
 
+/// The holder's deadline a grant sent at `sent_at` gives (`revoke_in`: the
+/// time the store said was left before the lease's maxHold): in a group,
+/// the earlier of the group's deadline `by_group` and the maxHold one;
+/// else the lease's own.
+fn first_deadline(
+    r: Renewal,
+    by_group: Option<Instant>,
+    sent_at: Instant,
+    revoke_in: Option<Duration>,
+) -> Instant {
+    let Some(by_group) = by_group else {
+        return HolderDeadlines::new(r, sent_at, revoke_in).holder();
+    };
+    r.by_max_hold(sent_at, revoke_in)
+        .map_or(by_group, |m| m.min(by_group))
+}
+
 /// How many holdings [`Holding::end_all`] ends at once.
 const ENDS_IN_FLIGHT: usize = 256;
 
@@ -437,8 +454,10 @@ impl Holding {
                 let (mut sent_at, mut revoke_in) = (sent_at, revoke_in);
                 // The one wait of a start, and a rare one: boxed, so that
                 // the future of a hold stays small.
+                // The store counts a grant into a group as the group's renewal.
+                let by_group = group.as_ref().map(|g| g.confirmed(sent_at));
                 if r.renews_first(
-                    Some(holding.first_deadline(r, group.as_deref(), sent_at, revoke_in)),
+                    Some(first_deadline(r, by_group, sent_at, revoke_in)),
                     holding.link.driver.clock().now(),
                 ) {
                     (sent_at, revoke_in) = Box::pin(holding.renew_now(r)).await?;
@@ -459,28 +478,9 @@ impl Holding {
         Ok(holding)
     }
 
-    /// The holder's deadline a grant sent at `sent_at` gives (`revoke_in`:
-    /// the time the store said was left before the lease's maxHold): in
-    /// `group`, the earlier of the group's, which the store counts the
-    /// grant as a renewal of, and the maxHold one; else the lease's own.
-    fn first_deadline(
-        &self,
-        r: Renewal,
-        group: Option<&Group>,
-        sent_at: Instant,
-        revoke_in: Option<Duration>,
-    ) -> Instant {
-        let Some(group) = group else {
-            return HolderDeadlines::new(r, sent_at, revoke_in).holder();
-        };
-        let by_group = group.confirmed(sent_at);
-        r.by_max_hold(sent_at, revoke_in)
-            .map_or(by_group, |m| m.min(by_group))
-    }
-
     /// On a store that renews by group: joins `group`, whose task renews
-    /// the lease with the others, and which [`Holding::first_deadline`]
-    /// confirmed as of the grant (a renewal first, as of that renewal: a
+    /// the lease with the others, and which [`Holding::start`] confirmed
+    /// as of the grant (a renewal first, as of that renewal: a
     /// renewal of the lease by id for the group's ttl, which also answers a
     /// fresh maxHold). The holder's deadline is the earlier of the group's
     /// and the lease's own maxHold one, made after the request was sent at
