@@ -4,6 +4,7 @@
 //! it go on every exit path (LOCK-11).
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -90,12 +91,12 @@ pub(crate) struct Acquired {
 pub(crate) async fn acquire(
     driver: &Arc<dyn Driver>,
     runtime: &Handle,
-    request: HoldRequest,
+    request: &HoldRequest,
     wait: Option<Duration>,
     cancel: Option<&CancellationToken>,
 ) -> Result<Option<Acquired>> {
     let wait = Wait::from(driver, wait);
-    let (answer, sent_at) = ask(driver, runtime, &request, &wait, cancel).await?;
+    let (answer, sent_at) = ask(driver, runtime, request, &wait, cancel).await?;
     match answer {
         HoldAnswer::Granted(granted) => Ok(Some(Acquired { granted, sent_at })),
         HoldAnswer::NotHeld if !request.queue => Ok(None),
@@ -103,7 +104,13 @@ pub(crate) async fn acquire(
         // and every one a binding boxes to poll) stays a few hundred bytes.
         answer => {
             Box::pin(wait_in_line(
-                driver, runtime, request, &wait, cancel, answer, sent_at,
+                driver,
+                runtime,
+                request.clone(),
+                &wait,
+                cancel,
+                answer,
+                sent_at,
             ))
             .await
         }
@@ -145,19 +152,54 @@ async fn ask(
     // The store may take the request before it answers (over a network, or
     // while reconnecting): a caller that gives up meanwhile withdraws it,
     // so that neither a place in line nor a grant is left behind.
+    let until = wait.until.filter(|_| request.queue);
+    let mut stop = stop_asking(cancel, clock, until);
     let answer = tokio::select! {
         biased;
         a = driver.hold(request.clone()) => a?,
-        _ = cancelled_opt(cancel) => {
+        why = async {
+            match &mut stop {
+                Some(stop) => stop.await,
+                None => std::future::pending().await,
+            }
+        } => {
             withdraw(driver, runtime, request.request_id);
-            return Err(cancelled());
-        }
-        _ = sleep_until_opt(clock, wait.until), if request.queue => {
-            withdraw(driver, runtime, request.request_id);
-            return Err(wait_timeout(wait.bound));
+            return Err(match why {
+                Stop::Cancelled => cancelled(),
+                Stop::TimedOut => wait_timeout(wait.bound),
+            });
         }
     };
     Ok((answer, sent_at))
+}
+
+/// Why a caller stopped asking before the store answered.
+enum Stop {
+    /// Its cancel token fired.
+    Cancelled,
+    /// Its wait ran out.
+    TimedOut,
+}
+
+/// What stops an ask before its answer: `cancel` firing, or the clock
+/// reaching `until` (if the ask has one of them). Boxed, so that the future
+/// of a hold with neither (most holds, and every one a binding boxes to
+/// poll) keeps no room for them.
+fn stop_asking<'a>(
+    cancel: Option<&'a CancellationToken>,
+    clock: &'a crate::clock::Clock,
+    until: Option<Instant>,
+) -> Option<Pin<Box<dyn Future<Output = Stop> + Send + 'a>>> {
+    if cancel.is_none() && until.is_none() {
+        return None;
+    }
+    Some(Box::pin(async move {
+        tokio::select! {
+            biased;
+            _ = cancelled_opt(cancel) => Stop::Cancelled,
+            _ = sleep_until_opt(clock, until) => Stop::TimedOut,
+        }
+    }))
 }
 
 /// Follows an `answer` that did not settle the hold: waits in line for a

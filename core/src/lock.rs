@@ -211,12 +211,11 @@ impl Lock {
         names::check("key", key)?;
         let terms = self.terms()?;
         let request = self.request(&terms, key, queue);
-        let name = request.name.clone();
         let wait = options.wait.or(self.wait);
         let Some(acquired) = engine::acquire(
             &terms.link.driver,
             &terms.link.runtime,
-            request,
+            &request,
             wait,
             options.cancel.as_ref(),
         )
@@ -224,7 +223,7 @@ impl Lock {
         else {
             return Ok(None);
         };
-        terms.start(name, acquired).await.map(Some)
+        terms.start(request.name, acquired).await.map(Some)
     }
 
     /// Waits in line for every key of `keys` at once and holds them all,

@@ -280,7 +280,7 @@ impl Store {
         let acquired = engine::acquire(
             driver,
             &self.inner.runtime,
-            request,
+            &request,
             options.wait,
             options.cancel.as_ref(),
         )

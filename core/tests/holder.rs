@@ -935,24 +935,26 @@ async fn lock_22_begin_many_with_a_zero_wait_takes_free_keys() {
     Holding::end_all(held).await.unwrap();
 }
 
-// A hold's future stays small: waiting in line and a renewal before the
-// start are boxed, so the future of a hold had at once (which every
-// binding boxes to poll) fits the allocator's fast cache of small blocks
-// (glibc's tcache: blocks up to 1,032 bytes). It was 2,160 bytes.
+// A hold's future stays small: waiting in line, a renewal before the
+// start and what stops an ask early (a cancel token, a wait bound) are
+// boxed, so that the future of a hold had at once, with what a binding
+// adds to it, fits the allocator's fast cache of small blocks when the
+// binding boxes it to poll (glibc's tcache: blocks up to 1,032 bytes;
+// the C ABI's own test checks its box). It was 2,160 bytes, then 976.
 #[test]
-fn a_holds_future_stays_under_a_kilobyte() {
+fn a_holds_future_stays_under_800_bytes() {
     let store = Store::memory();
     let lock = store.lock("l").open().unwrap();
     let options = HoldOptions::default();
     let begin = lock.begin("k", &options);
     assert!(
-        std::mem::size_of_val(&begin) <= 1_000,
+        std::mem::size_of_val(&begin) <= 800,
         "{} bytes",
         std::mem::size_of_val(&begin)
     );
     let try_begin = lock.try_begin("k");
     assert!(
-        std::mem::size_of_val(&try_begin) <= 1_000,
+        std::mem::size_of_val(&try_begin) <= 800,
         "{} bytes",
         std::mem::size_of_val(&try_begin)
     );

@@ -480,6 +480,9 @@ impl RemoteDriverCore {
 
     /// Waits until a connection is up.
     async fn wait_up(&self) -> Result<()> {
+        if *self.up.borrow() != 0 && !self.closed.is_cancelled() {
+            return Ok(());
+        }
         let mut up = self.up.subscribe();
         loop {
             if self.closed.is_cancelled() {
@@ -975,12 +978,11 @@ impl Driver for RemoteDriver {
     async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
         let s = &self.shared;
         let rid = request.request_id;
-        let wire = hold_wire(&request);
         loop {
             s.wait_up().await?;
             let (wtx, wrx) = oneshot::channel();
             let asked = s
-                .ask(wire.clone(), Holds::One(rid), |st| {
+                .ask(hold_wire(&request), Holds::One(rid), |st| {
                     if request.queue {
                         st.waiters.insert(rid, waiter(&request, wtx));
                     }

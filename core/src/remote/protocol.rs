@@ -435,9 +435,14 @@ pub fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The room a frame's payload starts with: a hold, a release or an answer
+/// to one fits, so that encoding them does not grow the buffer.
+const PAYLOAD_ROOM: usize = 128;
+
 /// Encodes a frame's payload (without the length prefix).
 pub fn encode<T: Serialize>(frame: &T) -> Result<Vec<u8>, Error> {
-    postcard::to_stdvec(frame).map_err(|e| Error::new(ErrorKind::Internal, format!("encode: {e}")))
+    postcard::to_extend(frame, Vec::with_capacity(PAYLOAD_ROOM))
+        .map_err(|e| Error::new(ErrorKind::Internal, format!("encode: {e}")))
 }
 
 /// The version a client's first frame says it speaks, when the frame begins
