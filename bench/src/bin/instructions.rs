@@ -4,8 +4,9 @@
 //! between runs; instruction counts do not).
 //!
 //! For each system, Leasehold's server store (`lock.begin` + `holding.end`
-//! from a Rust client) and Redis's lock recipe (`SET key token NX PX` and
-//! the compare-and-delete script by `EVALSHA`, from the redis crate's
+//! from a Rust client; and, as a diagnostic, the same server driven by the
+//! bench's bare wire client) and Redis's lock recipe (`SET key token NX PX`
+//! and the compare-and-delete script by `EVALSHA`, from the redis crate's
 //! client), the server and a client both run under callgrind, twice: once
 //! with `N` cycles and once with `2N`. The difference of the two runs'
 //! counts, over `N`, is what one cycle costs: the start, connecting and
@@ -30,8 +31,10 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use systems::Locker;
 
-/// The systems counted, as the table names them.
-const SYSTEMS: [&str; 2] = ["leasehold", "redis"];
+/// The systems counted, as the table names them: `wire` is Leasehold's
+/// server driven by the bench's bare wire client (a diagnostic: its gap to
+/// `leasehold` is what the client library costs).
+const SYSTEMS: [&str; 3] = ["leasehold", "wire", "redis"];
 /// The key every cycle holds.
 const KEY: &str = "bench-key";
 
@@ -68,7 +71,9 @@ async fn run(system: &str, cycles: u64, dir: &Path) -> Result<(u64, u64)> {
     let client_out = dir.join(format!("{system}-client-{cycles}.out"));
     let wrap = callgrind(&server_out);
     let server = match system {
-        "leasehold" => procs::start_leasehold(&target_dir().join("release/leasehold"), &wrap)?,
+        "leasehold" | "wire" => {
+            procs::start_leasehold(&target_dir().join("release/leasehold"), &wrap)?
+        }
         _ => procs::start_redis(&wrap).await?,
     };
     let me = std::env::current_exe()?;
@@ -103,6 +108,10 @@ async fn client(system: &str, port: u16, cycles: u64) -> Result<()> {
         "leasehold" => {
             let url = format!("leasehold://127.0.0.1:{port}");
             let mut clients = systems::leasehold_own(&url, 1).await?;
+            cycle(clients.remove(0), cycles).await
+        }
+        "wire" => {
+            let mut clients = systems::wire_clients(port, 1).await?;
             cycle(clients.remove(0), cycles).await
         }
         "redis" => {
@@ -155,9 +164,12 @@ fn markdown(cycles: u64, costs: &[Cost]) -> String {
          One key, uncontended, one client with a connection of its own. Each \
          system's server and client run under `valgrind --tool=callgrind` twice, \
          with {cycles} and {} cycles; a cycle's cost is the difference over {cycles}. \
-         Leasehold: `lock.begin` + `holding.end` (Rust client, server store); Redis: \
-         `SET key token NX PX 10000` + the compare-and-delete script by `EVALSHA` \
-         (the `redis` crate's multiplexed client, redis-server {}).\n",
+         Leasehold: `lock.begin` + `holding.end` (Rust client, server store); wire \
+         (a diagnostic): the same server and requests from the bench's bare wire \
+         client, one request at a time with no driver, so that its gap to Leasehold's \
+         client is what the client library costs; Redis: `SET key token NX PX 10000` \
+         + the compare-and-delete script by `EVALSHA` (the `redis` crate's \
+         multiplexed client, redis-server {}).\n",
         2 * cycles,
         procs::first_line_of("redis-server", &["--version"])
             .split_whitespace()
