@@ -152,6 +152,17 @@ pub trait Driver: Send + Sync + 'static {
     /// Lets a lease go by its id; the next in line is granted at once.
     async fn release(&self, lease: LeaseId) -> Result<()>;
 
+    /// [`Driver::release`] for a caller that bounds the wait itself (a
+    /// holding's end waits no longer than the holder's deadline): a store
+    /// whose release keeps a timer of its own may leave it out. The
+    /// default is `release`.
+    fn release_bounded_by_caller(
+        &self,
+        lease: LeaseId,
+    ) -> futures::future::BoxFuture<'_, Result<()>> {
+        self.release(lease)
+    }
+
     /// Withdraws a waiting request; a grant that raced the give-up is released.
     async fn give_up(&self, request: RequestId) -> Result<GiveUp>;
 

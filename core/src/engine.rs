@@ -617,8 +617,14 @@ impl Holding {
         }
         let clock = self.link.driver.clock().clone();
         let deadline = self.lease.state.held.deadline();
+        // The holder's deadline, if it has one, bounds the release: the
+        // store's own bound (a timer, on the server store) is not needed.
+        let release = match deadline {
+            Some(_) => self.link.driver.release_bounded_by_caller(id),
+            None => self.link.driver.release(id),
+        };
         let released = tokio::select! {
-            r = self.link.driver.release(id) => Some(r),
+            r = release => Some(r),
             _ = sleep_until_opt(&clock, deadline) => None,
         };
         match released {

@@ -622,6 +622,23 @@ impl RemoteDriverCore {
         }
     }
 
+    /// Releases `lease` (taken out of the book already), through every
+    /// reconnection: the caller bounds the time.
+    async fn release(&self, lease: LeaseId) -> Result<()> {
+        loop {
+            self.wait_up().await?;
+            let asked = self
+                .ask(Request::Release { lease_id: lease.0 }, Holds::None, |_| {})
+                .await?;
+            match asked {
+                Asked::Dropped => continue,
+                Asked::Answered(Ok(Reply::Released)) => return Ok(()),
+                Asked::Answered(Ok(other)) => return Err(unexpected("release", &other)),
+                Asked::Answered(Err(e)) => return Err(e),
+            }
+        }
+    }
+
     /// Sends a request whose answer nobody waits for.
     fn fire(&self, body: Request) {
         let mut st = self.lock();
@@ -766,7 +783,10 @@ async fn serve(shared: Arc<RemoteDriverCore>, frames: Frames, welcome: Welcome) 
     let (rd, wr) = tokio::io::split(parts.io);
     let mut stream = FramedRead::new(rd, parts.codec.clone());
     stream.read_buffer_mut().extend_from_slice(&parts.read_buf);
-    let outbox = Arc::new(Outbox::new(FramedWrite::new(wr, parts.codec)));
+    let outbox = Arc::new(Outbox::new(
+        FramedWrite::new(wr, parts.codec),
+        &shared.closed,
+    ));
     let restarted = {
         let mut st = shared.lock();
         let restarted = st.epoch.is_some_and(|e| e != welcome.epoch);
@@ -782,9 +802,16 @@ async fn serve(shared: Arc<RemoteDriverCore>, frames: Frames, welcome: Welcome) 
     let number = *shared.up.borrow() + 1;
     shared.up.send_replace(number);
     tokio::spawn(resync(Arc::downgrade(&shared), restarted));
-    let writer = async {
-        outbox.run().await;
-    };
+    // The writer is a task of its own, so that a frame read does not poll
+    // it (nor it a read): the connection's task only reads, until the
+    // outbox breaks (a write failed, or the store closed).
+    let writer = outbox.clone();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = writer.run() => {}
+            _ = writer.broken() => {}
+        }
+    });
     let reader = async {
         while let Some(Ok(bytes)) = stream.next().await {
             let Ok(frame) = protocol::decode::<ServerFrame>(&bytes) else {
@@ -796,11 +823,11 @@ async fn serve(shared: Arc<RemoteDriverCore>, frames: Frames, welcome: Welcome) 
         }
     };
     tokio::select! {
-        _ = writer => {}
+        biased;
         _ = reader => {}
         _ = outbox.broken() => {}
-        _ = shared.closed.cancelled() => {}
     }
+    outbox.shut();
     {
         let mut st = shared.lock();
         st.conn = None;
@@ -1079,23 +1106,18 @@ impl Driver for RemoteDriver {
             .map_or(s.options.connect_timeout, |h| {
                 Duration::from_millis(h.ttl_ms.into())
             });
-        let attempt = async {
-            loop {
-                s.wait_up().await?;
-                let asked = s
-                    .ask(Request::Release { lease_id: lease.0 }, Holds::None, |_| {})
-                    .await?;
-                match asked {
-                    Asked::Dropped => continue,
-                    Asked::Answered(Ok(Reply::Released)) => return Ok(()),
-                    Asked::Answered(Ok(other)) => return Err(unexpected("release", &other)),
-                    Asked::Answered(Err(e)) => return Err(e),
-                }
-            }
-        };
-        tokio::time::timeout(ttl, attempt)
+        tokio::time::timeout(ttl, s.release(lease))
             .await
             .unwrap_or_else(|_| Err(unavailable("the store could not be reached to release")))
+    }
+
+    fn release_bounded_by_caller(
+        &self,
+        lease: LeaseId,
+    ) -> futures::future::BoxFuture<'_, Result<()>> {
+        let s = &self.shared;
+        s.lock().unbook(&lease);
+        Box::pin(s.release(lease))
     }
 
     async fn give_up(&self, request: RequestId) -> Result<GiveUp> {

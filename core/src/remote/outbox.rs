@@ -28,9 +28,10 @@ type Sink = FramedWrite<WriteHalf<Box<dyn Io>>, LengthDelimitedCodec>;
 pub(super) struct Outbox {
     queued: Mutex<VecDeque<ClientFrame>>,
     sink: tokio::sync::Mutex<Sink>,
-    /// Wakes the connection's task to write what is queued.
+    /// Wakes the connection's writer to write what is queued.
     wake: Notify,
-    /// Cancelled when a write failed: the connection is broken.
+    /// Cancelled when a write failed (the connection is broken), when the
+    /// connection ended, or when its client closed.
     broken: CancellationToken,
 }
 
@@ -50,13 +51,13 @@ impl Drop for Unfinished<'_> {
 }
 
 impl Outbox {
-    /// An outbox writing to `sink`.
-    pub(super) fn new(sink: Sink) -> Outbox {
+    /// An outbox writing to `sink`, broken when `closed` fires.
+    pub(super) fn new(sink: Sink, closed: &CancellationToken) -> Outbox {
         Outbox {
             queued: Mutex::new(VecDeque::new()),
             sink: tokio::sync::Mutex::new(sink),
             wake: Notify::new(),
-            broken: CancellationToken::new(),
+            broken: closed.child_token(),
         }
     }
 
@@ -69,9 +70,15 @@ impl Outbox {
         self.broken.is_cancelled()
     }
 
-    /// Completes when a write failed.
+    /// Completes when the outbox broke.
     pub(super) async fn broken(&self) {
         self.broken.cancelled().await
+    }
+
+    /// Marks the outbox broken (its connection ended), which ends its writer.
+    pub(super) fn shut(&self) {
+        self.broken.cancel();
+        self.wake.notify_one();
     }
 
     /// Adds a frame to the queue (the caller then writes, or wakes the writer).
@@ -108,7 +115,7 @@ impl Outbox {
     }
 
     /// The connection's own writer: writes what is queued whenever woken,
-    /// until a write fails.
+    /// until the outbox broke (its task also stops waiting on a write then).
     pub(super) async fn run(&self) {
         while !self.is_broken() {
             self.wake.notified().await;
