@@ -60,6 +60,8 @@ const CLIENTS: usize = 16;
 
 /// The diagnostic rows: Leasehold's server driven by a minimal wire client.
 const WIRE: &str = "leasehold server, bare wire client (diagnostic)";
+/// The bare wire client with a task of its own reading its frames.
+const WIRE_TASK: &str = "leasehold server, bare wire client with a reader task (diagnostic)";
 
 /// The loopback floor's rows.
 const FLOOR: &str = "loopback TCP";
@@ -527,21 +529,28 @@ async fn run(config: &Config) -> Result<Results> {
             r,
             p,
             (WIRE, "1 client", Kind::Cycle1),
-            systems::wire_clients(port, 1),
+            systems::wire_clients(port, 1, false),
+        )
+        .await;
+        plan(
+            r,
+            p,
+            (WIRE_TASK, "1 client", Kind::Cycle1),
+            systems::wire_clients(port, 1, true),
         )
         .await;
         plan(
             r,
             p,
             (WIRE, all, Kind::Cycle16),
-            systems::wire_clients(port, CLIENTS),
+            systems::wire_clients(port, CLIENTS, false),
         )
         .await;
         plan(
             r,
             p,
             (WIRE, all, Kind::Handoff),
-            systems::wire_clients(port, CLIENTS),
+            systems::wire_clients(port, CLIENTS, false),
         )
         .await;
     }
@@ -1186,7 +1195,10 @@ fn markdown(config: &Config, res: &Results) -> String {
          - Leasehold server, bare wire client (diagnostic): the same server driven by a minimal \
            client in this benchmark (one connection, one request at a time, Hold with queue, \
            wait for the pushed Granted, Release; no driver, holder engine or renewal), to tell \
-           the server's and the wire's share from the client library's.\n\
+           the server's and the wire's share from the client library's. \
+           \"With a reader task\": the same client, but a task of its own reads the frames and \
+           hands each to the caller's task through a channel, as Leasehold's client library \
+           does; its gap to the bare wire client is what that hop costs.\n\
          - etcd: lease grant (ttl 10 s), txn put-if-absent (compare create_revision == 0), then \
            delete + lease revoke: four round trips and four raft commits (fsync'd WAL, data dir in \
            /tmp) per cycle. A waiter watches the key for a delete from the revision its failed txn \

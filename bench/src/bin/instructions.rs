@@ -111,7 +111,7 @@ async fn client(system: &str, port: u16, cycles: u64) -> Result<()> {
             cycle(clients.remove(0), cycles).await
         }
         "wire" => {
-            let mut clients = systems::wire_clients(port, 1).await?;
+            let mut clients = systems::wire_clients(port, 1, false).await?;
             cycle(clients.remove(0), cycles).await
         }
         "redis" => {

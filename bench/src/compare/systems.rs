@@ -11,7 +11,10 @@ use leasehold::{HoldOptions, Holding, Lock, Store};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
+use tokio_util::bytes::Bytes;
+use tokio_util::codec::{FramedRead, FramedWrite, LengthDelimitedCodec};
 
 /// A client of a lock service: acquires a key (waiting while another
 /// holds it) and releases it.
@@ -304,21 +307,33 @@ impl Locker for EchoClient {
 /// renewal. What it measures is the server and the wire; the gap between
 /// it and [`LeaseholdClient`] is the cost of the client library.
 pub struct WireClient {
-    frames: tokio_util::codec::Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
+    sink: FramedWrite<OwnedWriteHalf, LengthDelimitedCodec>,
+    frames: WireFrames,
     next_id: u64,
 }
 
+/// Who reads a [`WireClient`]'s frames.
+enum WireFrames {
+    /// The caller, on its own task.
+    Caller(FramedRead<OwnedReadHalf, LengthDelimitedCodec>),
+    /// A task of their own, which hands each frame to the caller's task
+    /// through a channel, as Leasehold's client library does: the gap
+    /// between the two is what that hop costs.
+    Task(tokio::sync::mpsc::UnboundedReceiver<Bytes>),
+}
+
 impl WireClient {
-    /// Connects to `127.0.0.1:port` and says hello.
-    pub async fn connect(port: u16) -> Result<WireClient> {
+    /// Connects to `127.0.0.1:port` and says hello; `reader_task`: a task
+    /// of its own reads the frames.
+    pub async fn connect(port: u16, reader_task: bool) -> Result<WireClient> {
         use leasehold::remote::protocol::{ClientFrame, VERSION};
         let sock = TcpStream::connect(("127.0.0.1", port)).await?;
         sock.set_nodelay(true)?;
+        let codec = leasehold::remote::codec(leasehold::remote::protocol::DEFAULT_MAX_FRAME);
+        let (rd, wr) = sock.into_split();
         let mut c = WireClient {
-            frames: tokio_util::codec::Framed::new(
-                sock,
-                leasehold::remote::codec(leasehold::remote::protocol::DEFAULT_MAX_FRAME),
-            ),
+            sink: FramedWrite::new(wr, codec.clone()),
+            frames: WireFrames::Caller(FramedRead::new(rd, codec)),
             next_id: 0,
         };
         c.send(&ClientFrame::Hello {
@@ -328,27 +343,41 @@ impl WireClient {
         })
         .await?;
         match c.recv().await? {
-            leasehold::remote::protocol::ServerFrame::Welcome { .. } => Ok(c),
+            leasehold::remote::protocol::ServerFrame::Welcome { .. } => {}
             other => bail!("expected a welcome, got {other:?}"),
         }
+        if reader_task {
+            let WireFrames::Caller(mut frames) = c.frames else {
+                bail!("the frames were handed over already");
+            };
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            tokio::spawn(async move {
+                use futures::StreamExt;
+                while let Some(Ok(bytes)) = frames.next().await {
+                    if tx.send(bytes.freeze()).is_err() {
+                        return;
+                    }
+                }
+            });
+            c.frames = WireFrames::Task(rx);
+        }
+        Ok(c)
     }
 
     async fn send(&mut self, frame: &leasehold::remote::protocol::ClientFrame) -> Result<()> {
         use futures::SinkExt;
         let bytes = leasehold::remote::protocol::encode(frame)?;
-        self.frames
-            .send(tokio_util::bytes::Bytes::from(bytes))
-            .await?;
+        self.sink.send(Bytes::from(bytes)).await?;
         Ok(())
     }
 
     async fn recv(&mut self) -> Result<leasehold::remote::protocol::ServerFrame> {
         use futures::StreamExt;
-        let bytes = self
-            .frames
-            .next()
-            .await
-            .ok_or_else(|| anyhow::anyhow!("the server closed the connection"))??;
+        let closed = || anyhow::anyhow!("the server closed the connection");
+        let bytes = match &mut self.frames {
+            WireFrames::Caller(frames) => frames.next().await.ok_or_else(closed)??.freeze(),
+            WireFrames::Task(rx) => rx.recv().await.ok_or_else(closed)?,
+        };
         Ok(leasehold::remote::protocol::decode(&bytes)?)
     }
 
@@ -412,11 +441,12 @@ impl Locker for WireClient {
     }
 }
 
-/// Opens `n` minimal wire clients, a connection each.
-pub async fn wire_clients(port: u16, n: usize) -> Result<Vec<WireClient>> {
+/// Opens `n` minimal wire clients, a connection each (`reader_task`: each
+/// with a task of its own reading its frames).
+pub async fn wire_clients(port: u16, n: usize, reader_task: bool) -> Result<Vec<WireClient>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        out.push(WireClient::connect(port).await?);
+        out.push(WireClient::connect(port, reader_task).await?);
     }
     Ok(out)
 }
