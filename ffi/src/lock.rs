@@ -494,40 +494,23 @@ mod tests {
         // SAFETY: a valid name and out pointer, no options.
         let opened = unsafe { lh_lock_open(store, b"l".as_ptr(), 1, std::ptr::null(), &mut lock) };
         assert!(opened.is_null());
-        let watch: Option<LostCallback> = Some((ignore_loss, 1));
-        // SAFETY: a valid key, no options.
-        let (_, watched) = unsafe {
-            begin_watching(
-                lock,
-                b"k".as_ptr(),
-                1,
-                std::ptr::null(),
-                lh_cancel::default(),
-                watch,
-            )
+        let watches: [Option<LostCallback>; 2] = [Some((ignore_loss, 1)), None];
+        for watch in watches {
+            // SAFETY: a valid key, no options.
+            let (_, hold) = unsafe {
+                begin_watching(
+                    lock,
+                    b"k".as_ptr(),
+                    1,
+                    std::ptr::null(),
+                    lh_cancel::default(),
+                    watch,
+                )
+            }
+            .unwrap();
+            let size = std::mem::size_of_val(&hold);
+            assert!(size <= 1_032, "{size} bytes");
         }
-        .unwrap();
-        assert!(
-            std::mem::size_of_val(&watched) <= 1_032,
-            "{} bytes",
-            std::mem::size_of_val(&watched)
-        );
-        // SAFETY: as above.
-        let (_, plain) = unsafe {
-            begin(
-                lock,
-                b"k".as_ptr(),
-                1,
-                std::ptr::null(),
-                lh_cancel::default(),
-            )
-        }
-        .unwrap();
-        assert!(
-            std::mem::size_of_val(&plain) <= 1_032,
-            "{} bytes",
-            std::mem::size_of_val(&plain)
-        );
         assert!(lh_lock_free(lock).is_null());
         assert!(lh_store_free(store).is_null());
     }
