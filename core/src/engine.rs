@@ -494,10 +494,10 @@ impl Holding {
         match renewal {
             Some(r) => {
                 let (mut sent_at, mut revoke_in) = (sent_at, revoke_in);
-                // The one wait of a start, and a rare one: boxed, so that
-                // the future of a hold stays small.
                 // The store counts a grant into a group as the group's renewal.
                 let by_group = group.as_ref().map(|g| g.confirmed(sent_at));
+                // The one wait of a start, and a rare one: boxed, so that
+                // the future of a hold stays small.
                 if r.renews_first(
                     Some(first_deadline(r, by_group, sent_at, revoke_in)),
                     holding.link.driver.clock().now(),
