@@ -64,7 +64,7 @@ impl StoreInner {
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.pid != std::process::id() {
+        if self.pid != crate::runtime::process_id() {
             return Err(Error::new(
                 ErrorKind::Closed,
                 "this store was opened before fork(); open a new store in the child process",
@@ -79,7 +79,7 @@ impl StoreInner {
 
 impl Drop for StoreInner {
     fn drop(&mut self) {
-        if self.pid == std::process::id() && !self.closed.swap(true, Ordering::AcqRel) {
+        if self.pid == crate::runtime::process_id() && !self.closed.swap(true, Ordering::AcqRel) {
             let driver = self.driver.clone();
             self.runtime.spawn(async move { driver.close().await });
         }
@@ -195,7 +195,7 @@ impl Store {
                 driver,
                 closing: Mutex::new(HashMap::new()),
                 next_closing: AtomicU64::new(0),
-                pid: std::process::id(),
+                pid: crate::runtime::process_id(),
                 #[cfg(feature = "internals")]
                 memory: None,
                 groups: Groups::default(),
@@ -295,7 +295,7 @@ impl Store {
     /// lost, `Closed`, by the time it returns), every waiting call fails `Closed`.
     /// In a child process after `fork()` it does nothing (the store is the parent's).
     pub async fn close(&self) {
-        if self.inner.pid != std::process::id() {
+        if self.inner.pid != crate::runtime::process_id() {
             return;
         }
         self.inner.closed.store(true, Ordering::Release);
