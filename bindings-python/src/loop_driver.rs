@@ -1,16 +1,18 @@
 //! Python's own event-loop driver: core futures awaited from asyncio,
 //! polled on the event loop's own thread.
 //!
-//! A call polls its core future at once, on the loop's thread inside the
+//! A call polls its core future at once, on the calling thread inside the
 //! runtime's context (the bridge's `poll_here`). Done (the embedded store
 //! mostly is), the caller gets a [`Ready`] awaitable of the answer (no
-//! asyncio future) and nothing crosses a thread. Not done, the future is parked with the event loop's
-//! [`LoopDriver`]: its waker queues it and writes a byte to a socket the
-//! loop watches (`loop.add_reader`), and the loop polls it again on its own
-//! thread. So a core future wakes Python with one write, like a Rust task
-//! wakes its executor, and no runtime thread ever waits for the GIL. A
-//! panic of the core (a bug) is its `Internal` error (ERR-03, the bridge's
-//! `Caught`).
+//! asyncio future), nothing crosses a thread, and the running loop is not
+//! even looked up. Not done, the future is polled again with a waker of the
+//! running loop's [`LoopDriver`] (`InvalidArgument` without a running
+//! loop) and parked with it: its waker queues it and writes a byte to a
+//! socket the loop watches (`loop.add_reader`), and the loop polls it again
+//! on its own thread. So a core future wakes Python with one write, like a
+//! Rust task wakes its executor, and no runtime thread ever waits for the
+//! GIL. A panic of the core (a bug) is its `Internal` error (ERR-03, the
+//! bridge's `Caught`).
 //!
 //! Cancelling the awaiting Python task does what the call's
 //! [`Cancel`] says: drops the core future (`Drop`, a call with nothing to
@@ -25,13 +27,13 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Wake, Waker};
 
 use leasehold::ErrorKind;
-use leasehold_bridge::{poll_here, Cancel, Caught, Spawned};
-use pyo3::exceptions::PyStopIteration;
+use leasehold_bridge::{noop_waker, poll_here, Cancel, Caught, Spawned};
+use pyo3::exceptions::{PyRuntimeWarning, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::IntoPyObjectExt;
@@ -298,9 +300,23 @@ fn settle<'py>(
 /// error, at once. It spares a finished call the asyncio future (made,
 /// settled, then awaited through the loop's methods) that a call still
 /// waiting gets. Like a finished future, it can be awaited more than once.
+/// One never awaited warns (`RuntimeWarning`) when it goes, as a coroutine
+/// never awaited does: the call ran, and its answer or error is dropped.
 #[pyclass(module = "leasehold._native", name = "Ready", frozen)]
 pub struct Ready {
     outcome: PyResult<Py<PyAny>>,
+    /// Whether the answer was read: one never read (a call not awaited)
+    /// warns when it goes, as a coroutine never awaited does.
+    read: AtomicBool,
+}
+
+impl Ready {
+    fn new(outcome: PyResult<Py<PyAny>>) -> Ready {
+        Ready {
+            outcome,
+            read: AtomicBool::new(false),
+        }
+    }
 }
 
 #[pymethods]
@@ -320,10 +336,30 @@ impl Ready {
     /// The answer, or raises its error: what awaiting it gives, without the
     /// await (and the `StopIteration` that ends one).
     fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.read.store(true, Ordering::Relaxed);
         match &self.outcome {
             Ok(value) => Ok(value.clone_ref(py)),
             Err(e) => Err(e.clone_ref(py)),
         }
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        if *self.read.get_mut() {
+            return;
+        }
+        Python::attach(|py| {
+            let what = match &self.outcome {
+                Ok(_) => c"a leasehold call was never awaited: its answer is dropped",
+                Err(_) => c"a leasehold call was never awaited: its error is dropped",
+            };
+            let warning = py.get_type::<PyRuntimeWarning>();
+            if let Err(e) = PyErr::warn(py, &warning, what, 1) {
+                // Warnings made errors: nobody can catch it here.
+                e.write_unraisable(py, None);
+            }
+        });
     }
 }
 
@@ -377,7 +413,7 @@ fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 /// The running loop and its driver, made (and watched by the loop) on first use.
 fn current(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Py<LoopDriver>)> {
     let event_loop = running_loop(py)?;
-    let pid = std::process::id();
+    let pid = leasehold::runtime::process_id();
     let known = CURRENT.with_borrow(|c| {
         c.as_ref()
             .filter(|c| c.pid == pid && c.event_loop.bind(py).is(&event_loop))
@@ -448,14 +484,19 @@ where
     F: Future<Output = leasehold::Result<T>> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
+    let mut work: Work = Caught::new(Box::pin(async move { fut.await.map(converted) }));
+    // A call done at its first poll needs no loop: it is polled before the
+    // loop is looked up (asyncio's lookup reads the process id, a system
+    // call on Python 3.11) and with no waker of the driver's.
+    if let Poll::Ready(outcome) = poll_here(&first_runtime(), Pin::new(&mut work), noop_waker()) {
+        return ready(py, outcome);
+    }
     let (event_loop, driver) = current(py)?;
     let (id, waker) = driver.get().waker();
-    let mut work: Work = Caught::new(Box::pin(async move { fut.await.map(converted) }));
+    // Polled again with the driver's waker before it is parked, so that
+    // nothing that happened since the first poll goes unseen.
     if let Poll::Ready(outcome) = poll_here(&driver.get().runtime, Pin::new(&mut work), &waker) {
-        let ready = Ready {
-            outcome: answer(py, outcome).map(Bound::unbind),
-        };
-        return Ok(Bound::new(py, ready)?.into_any());
+        return ready(py, outcome);
     }
     let future = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
     // Work that runs on whether or not anybody waits needs no hook.
@@ -485,6 +526,25 @@ where
     };
     driver.get().park(id, task);
     Ok(future)
+}
+
+/// The runtime a call's first poll runs in: the thread's driver's (the
+/// process's runtime), else the one a new driver would have.
+fn first_runtime() -> Handle {
+    let pid = leasehold::runtime::process_id();
+    CURRENT
+        .with_borrow(|c| {
+            c.as_ref()
+                .filter(|c| c.pid == pid)
+                .map(|c| c.driver.get().runtime.clone())
+        })
+        .unwrap_or_else(runtime::handle)
+}
+
+/// The [`Ready`] awaitable of a call's outcome.
+fn ready<'py>(py: Python<'py>, outcome: leasehold::Result<Convert>) -> PyResult<Bound<'py, PyAny>> {
+    let ready = Ready::new(answer(py, outcome).map(Bound::unbind));
+    Ok(Bound::new(py, ready)?.into_any())
 }
 
 /// A watch parked with the running loop's driver: calls `callback(value)`

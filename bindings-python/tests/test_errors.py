@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import gc
 
 import pytest
 
@@ -145,11 +146,29 @@ async def test_ERR_03_misuse_raises_leasehold_errors(server: Server) -> None:
         await leasehold.connect("leasehold://127.0.0.1:1")
 
 
-def test_ERR_03_awaitables_need_a_running_loop() -> None:
+def test_ERR_03_a_call_that_must_wait_needs_a_running_loop() -> None:
     store = leasehold.memory()
-    with pytest.raises(leasehold.InvalidArgument):
-        store._native.try_acquire("m", "1s")  # the native call, outside any loop
+    lock = store.lock("err03-loop")
+    held = lock.hold("k")
+    held.__enter__()
+    with pytest.raises(leasehold.InvalidArgument, match="running asyncio event loop"):
+        lock._native.begin("k")  # the native call, outside any loop: it would wait
+    held.__exit__(None, None, None)
+    # The refused call left the line: the key is free.
+    with lock.try_hold("k") as free:
+        assert free is not None
     lease = asyncio.run(store.try_acquire("m", ttl="1s"))
     assert lease is not None
     asyncio.run(lease.release())
+    store.close_blocking()
+
+
+def test_ERR_03_a_call_never_awaited_warns() -> None:
+    store = leasehold.memory()
+    with pytest.warns(RuntimeWarning, match="never awaited: its answer is dropped"):
+        store._native.try_acquire("m", "1s")  # answered at once, dropped unread
+        gc.collect()
+    with pytest.warns(RuntimeWarning, match="never awaited: its error is dropped"):
+        store._native.try_acquire("", "1s")
+        gc.collect()
     store.close_blocking()

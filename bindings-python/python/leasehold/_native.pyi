@@ -422,7 +422,9 @@ def error_for_code(code: str, message: str) -> BaseException: ...
 @final
 class Ready:
     """The awaitable of a call the core answered at once: awaiting it gives
-    the answer, or raises its error, without a turn of the event loop."""
+    the answer, or raises its error, without a turn of the event loop. One
+    never awaited warns (``RuntimeWarning``) when it goes, as a coroutine
+    never awaited does."""
 
     def __await__(self) -> Generator[Any, None, Any]: ...
     def __next__(self) -> Any:
