@@ -488,7 +488,7 @@ where
     // A call done at its first poll needs no loop: it is polled before the
     // loop is looked up (asyncio's lookup reads the process id, a system
     // call on Python 3.11) and with no waker of the driver's.
-    if let Poll::Ready(outcome) = poll_here(&first_runtime(), Pin::new(&mut work), noop_waker()) {
+    if let Poll::Ready(outcome) = poll_here(&runtime::handle(), Pin::new(&mut work), noop_waker()) {
         return ready(py, outcome);
     }
     let (event_loop, driver) = current(py)?;
@@ -526,19 +526,6 @@ where
     };
     driver.get().park(id, task);
     Ok(future)
-}
-
-/// The runtime a call's first poll runs in: the thread's driver's (the
-/// process's runtime), else the one a new driver would have.
-fn first_runtime() -> Handle {
-    let pid = leasehold::runtime::process_id();
-    CURRENT
-        .with_borrow(|c| {
-            c.as_ref()
-                .filter(|c| c.pid == pid)
-                .map(|c| c.driver.get().runtime.clone())
-        })
-        .unwrap_or_else(runtime::handle)
 }
 
 /// The [`Ready`] awaitable of a call's outcome.

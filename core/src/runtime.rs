@@ -40,8 +40,8 @@ fn global() -> Handle {
 /// longer keeps the id, since a child made by a raw `clone` would read its
 /// parent's. Such a child runs no `pthread_atfork` handler, so the id kept
 /// here would be wrong in it too; a `fork()` (libc's, Python's `os.fork`)
-/// runs them. Go's and Node's process spawning clone without them, but the
-/// child runs no Leasehold code before its `exec`.
+/// runs them. Go's process spawning clones without them, but its child runs
+/// no Leasehold code before its `exec`.
 pub fn process_id() -> u32 {
     let known = PROCESS_ID.load(Ordering::Relaxed);
     if known != 0 {
