@@ -15,7 +15,7 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export PROTOC := $(CURDIR)/tools/no-protoc
 
 .PHONY: all setup setup-apt demo demo-embedded demo-test test check check-rust lint fmt-check clippy rustdoc \
-	rust-test coverage bench bench-embedded bench-compare bench-ids bench-instructions toolchain
+	rust-test rust-debug coverage bench bench-embedded bench-compare bench-ids bench-instructions toolchain
 
 all: test
 
@@ -35,6 +35,21 @@ DEMO_HOLDERS :=
 # Redis, for the benchmarks' comparison rows.
 APT_PACKAGES := redis-server
 SETUP := toolchain
+# The features of the workspace's crates the tests need: the C ABI's and the
+# JVM library's test hooks (Go's and the JVM's tests call them).
+RUST_FEATURES := --features leasehold-ffi/testing,leasehold-jvm/testing
+# The debug build every step of `make test` runs on (the server, the C ABI's
+# static library, the JVM library, the chaos harness, the demo), as
+# `rust-test` builds it: every crate of the workspace, every target, one set
+# of features. Cargo resolves a dependency's features for the packages and
+# targets it is asked for, and builds it again, with everything above it,
+# for each new set: when each step built its own packages (`-p
+# leasehold-server`, `-p leasehold-ffi --features testing`, ...), tokio,
+# hyper, tonic, the PostgreSQL client and the core were built six more
+# times. Built this way, a step after `rust-test` builds nothing. A test
+# run of a few targets (`--test NAME`) selects RUST_CRATES too.
+RUST_CRATES = --workspace --locked $(RUST_TEST_EXCLUDE) $(RUST_FEATURES)
+RUST_DEBUG = $(RUST_CRATES) --all-targets
 -include mk/*.mk
 TEST_STEPS += plots-test demo-test coverage
 
@@ -68,7 +83,7 @@ demo-embedded:
 # server store, from the debug builds the other steps made; it fails if a
 # stale fence reached the resource or two holds overlap on its timeline.
 demo-test:
-	DEMO_PROFILE=debug DEMO_SECONDS=2 DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
+	DEMO_PROFILE=debug DEMO_BUILD="$(RUST_DEBUG)" DEMO_SECONDS=2 DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
 
 # Every step in order, timed; the table is printed at the end, or at the
 # first step that fails (tools/steps).
@@ -83,17 +98,23 @@ lint: fmt-check clippy rustdoc
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
+# One run, with the test hooks of the C ABI and the JVM library and the
+# bench's comparisons: no code is compiled only without them, so one run
+# sees it all (three runs, one a feature each, checked 150 more crates).
 clippy:
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
-	$(CARGO) clippy -p leasehold-ffi --all-targets --features testing --locked -- -D warnings
-	$(CARGO) clippy -p leasehold-bench --all-targets --features compare --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --locked \
+		--features leasehold-ffi/testing,leasehold-jvm/testing,leasehold-bench/compare -- -D warnings
 
 # The core's API docs, every intra-doc link resolved.
 rustdoc:
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked -q -p leasehold --features etcd
 
 rust-test: etcd
-	$(CARGO) test --workspace --locked $(RUST_TEST_EXCLUDE)
+	$(CARGO) test $(RUST_CRATES)
+
+# The debug build of RUST_DEBUG (above).
+rust-debug:
+	$(CARGO) build -q $(RUST_DEBUG)
 
 # The core's tests (its unit tests, its tests/ on the embedded store and
 # the doc examples) and the C ABI's, with the features the bindings build it

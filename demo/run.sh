@@ -17,12 +17,14 @@ export CARGO_TARGET_DIR
 langs=${DEMO_HOLDERS:-}
 seconds=${DEMO_SECONDS:-4}
 store=${DEMO_STORE:-server}
-# The Rust builds the demo runs: release, or debug for `make demo-test`
-# (whose other steps built it already).
+# The Rust builds the demo runs: release, or debug for `make demo-test`,
+# which gives (DEMO_BUILD, cargo build's selection) the build its other
+# steps made already.
 profile=${DEMO_PROFILE:-release}
 if [ "$profile" = release ]; then profile_flag=--release; else profile_flag=; fi
 
-cargo build $profile_flag -q -p leasehold-server -p leasehold-demo
+# shellcheck disable=SC2086 # DEMO_BUILD is a list of arguments
+cargo build $profile_flag -q ${DEMO_BUILD:--p leasehold-server -p leasehold-demo}
 work=$(mktemp -d)
 server_pid=
 etcd_pids=()

@@ -49,7 +49,7 @@ chaos: $(CHAOS_HOLDERS_BUILT) etcd
 		$(CHAOS_OTHERS) $(CHAOS_ARGS)
 
 chaos-smoke: $(CHAOS_HOLDERS_BUILT)
-	$(CARGO) build --locked -p leasehold-server -p leasehold-chaos
+	$(CARGO) build -q $(RUST_DEBUG)
 	$(CARGO_TARGET_DIR)/debug/leasehold-chaos run --store server --seconds 50 \
 		--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000 --python-holders 2 --go-holders 2 \
 		--node-holders 2 $(CHAOS_OTHERS)

@@ -33,15 +33,14 @@ go-toolchain:
 # `testing`) where the package's #cgo flags look, and the header beside the
 # package's sources (the Go copy is written here, never by hand); the server
 # the tests start.
-go-lib:
-	$(CARGO) build -q -p leasehold-ffi --features leasehold-ffi/testing -p leasehold-server
+go-lib: rust-debug
 	mkdir -p $(GO_LIB_DIR)
 	cp $(CARGO_TARGET_DIR)/debug/libleasehold_ffi.a $(GO_LIB_DIR)/
 	cp ffi/include/leasehold.h $(GO_DIR)/locks/leasehold.h
 
 # The committed header is cbindgen's output now (ffi/tests/header.rs).
 ffi-header-check:
-	$(CARGO) test -q -p leasehold-ffi
+	$(CARGO) test -q $(RUST_CRATES) --test header
 
 # The C smoke test, then again under valgrind: no leak, no error.
 ffi-smoke: go-lib

@@ -37,7 +37,7 @@ endef
 JVM_TEST_LIB := $(CARGO_TARGET_DIR)/debug/libleasehold_jvm.so
 JVM_GENERATED := $(JVM_OUT)/testing/generated/.from-library
 jvm-lib: $(UNIFFI_BINDGEN)
-	$(CARGO) build -p leasehold-jvm --features testing
+	$(CARGO) build -q $(RUST_DEBUG)
 	@$(MAKE) -s $(JVM_GENERATED)
 
 $(JVM_GENERATED): $(JVM_TEST_LIB)
@@ -49,7 +49,7 @@ $(JVM_GENERATED): $(JVM_TEST_LIB)
 # $(LEASEHOLD_ETCD), the etcd fault tests $(LEASEHOLD_ETCD_CLUSTER) (both
 # exported by mk/etcd.mk). RUST_BACKTRACE unset: the panic test's panic prints one line.
 jvm-test: etcd etcd-cluster jvm-lib
-	$(CARGO) build -p leasehold-server
+	$(CARGO) build -q $(RUST_DEBUG)
 	cd $(JVM_DIR) && env -u RUST_BACKTRACE $(MVN) $(MVN_FLAGS) test \
 		-Dleasehold.generated=$(JVM_OUT)/testing/generated \
 		-Dleasehold.libdir=$(CARGO_TARGET_DIR)/debug \

@@ -51,7 +51,7 @@ node-lint:
 
 # The etcd fault tests start etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
 node-test: etcd etcd-cluster node-install node-lint
-	$(CARGO) build -p leasehold-server
+	$(CARGO) build -q $(RUST_DEBUG)
 	cd $(NODE_DIR) && RUST_BACKTRACE=0 CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(NODE) --test test/*.test.mjs
 
 # The addon, rebuilt when the Rust sources change (the demo needs no npm packages).

@@ -62,7 +62,7 @@ STUBTEST := $(PY) -m mypy.stubtest leasehold._native
 # The tests start `leasehold serve` themselves, from the debug build, and the
 # etcd fault tests etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
 python-test: etcd etcd-cluster python-install python-lint
-	$(CARGO) build -q -p leasehold-server
+	$(CARGO) build -q $(RUST_DEBUG)
 	cd $(PY_DIR) && $(STUBTEST)
 	cd $(PY_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider
 

@@ -27,7 +27,7 @@ UI_FORMATTED := $(UI_DIR)/*.mjs server/src/live/page/*.js server/src/live/page/*
 ui-test: etcd postgres $(NODE_ADDON) $(PY_INSTALLED)
 	@test -f $(UI_DEV) || { echo "no $(UI_DIR)/node_modules: run make setup"; exit 1; }
 	$(NODE_DIR)/node_modules/.bin/prettier --config $(UI_DIR)/.prettierrc.json --check $(UI_FORMATTED)
-	$(CARGO) build -q -p leasehold-server
+	$(CARGO) build -q $(RUST_DEBUG)
 	cd $(UI_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) CHROMIUM=/usr/bin/chromium $(NODE) --test live_page.test.mjs
 	@ls -l $(CARGO_TARGET_DIR)/live-page.png
 
