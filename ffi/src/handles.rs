@@ -24,16 +24,19 @@ pub(crate) struct OnRuntime<T> {
     pub(crate) runtime: Handle,
 }
 
-/// An object behind a handle.
+/// An object behind a handle. The large ones (a lock, 112 bytes, and the
+/// slots and a slot lease) are shared or boxed: the table's nodes, and the
+/// moves of every insert and removal, stay the size of the small ones, and
+/// a call that reads a lock clones one reference, not the lock's fields.
 #[derive(Clone)]
 pub(crate) enum Object {
     Store(OnRuntime<Store>),
-    Lock(OnRuntime<Lock>),
+    Lock(Arc<OnRuntime<Lock>>),
     Holding(Arc<HeldLease>),
     Holdings(Arc<Holdings>),
     Manual(OnRuntime<ManualLease>),
-    Slots(OnRuntime<Slots>),
-    SlotLease(SlotLease),
+    Slots(Arc<OnRuntime<Slots>>),
+    SlotLease(Box<SlotLease>),
     SlotHolding(Arc<HeldSlotHolding>),
     Ids(Ids),
     Cancel(CancellationToken),
@@ -83,17 +86,29 @@ macro_rules! kind {
 }
 
 kind!(OnRuntime<Store>, Store, "lh_store");
-kind!(OnRuntime<Lock>, Lock, "lh_lock");
+kind!(Arc<OnRuntime<Lock>>, Lock, "lh_lock");
 kind!(Arc<HeldLease>, Holding, "lh_holding");
 kind!(Arc<Holdings>, Holdings, "lh_holdings");
 kind!(OnRuntime<ManualLease>, Manual, "lh_manual");
-kind!(OnRuntime<Slots>, Slots, "lh_slots");
-kind!(SlotLease, SlotLease, "lh_slot_lease");
+kind!(Arc<OnRuntime<Slots>>, Slots, "lh_slots");
 kind!(Arc<HeldSlotHolding>, SlotHolding, "lh_slot_holding");
 kind!(Ids, Ids, "lh_ids");
 kind!(CancellationToken, Cancel, "lh_cancel");
 #[cfg(feature = "testing")]
 kind!(VirtualClock, Clock, "lh_clock");
+
+impl Kind for SlotLease {
+    const NAME: &'static str = "lh_slot_lease";
+    fn wrap(self) -> Object {
+        Object::SlotLease(Box::new(self))
+    }
+    fn from_object(object: &Object) -> Option<Self> {
+        match object {
+            Object::SlotLease(v) => Some(SlotLease::clone(v)),
+            _ => None,
+        }
+    }
+}
 
 /// Keeps `object` and answers its new id (never 0).
 pub(crate) fn insert<T: Kind>(object: T) -> u64 {
@@ -185,4 +200,18 @@ pub(crate) fn remove_all<T: Kind>(ids: &[u64]) -> Result<Vec<T>> {
         t.objects.remove(id);
     }
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Object;
+
+    // Every insert and removal moves objects within the table's nodes, each
+    // the size of the largest kind (136 bytes before the large ones were
+    // put behind a pointer).
+    #[test]
+    fn an_object_is_small() {
+        let size = std::mem::size_of::<Object>();
+        assert!(size <= 32, "{size} bytes");
+    }
 }

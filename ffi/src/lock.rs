@@ -88,10 +88,10 @@ pub unsafe extern "C" fn lh_lock_open(
             wait: input::given_duration("wait", o.has_wait, o.wait_ns)?,
             margin: input::given_duration("margin", o.has_margin, o.margin_ns)?,
         };
-        let id = handles::insert(OnRuntime {
+        let id = handles::insert(Arc::new(OnRuntime {
             value: options.open(&store.value, &name)?,
             runtime: store.runtime,
-        });
+        }));
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_lock", out, lh_lock { id }) }
     })
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn lh_lock_open(
 /// Frees the lock's handle (holds of it go on until they end).
 #[no_mangle]
 pub extern "C" fn lh_lock_free(lock: lh_lock) -> *mut lh_error {
-    run(|| handles::remove::<OnRuntime<Lock>>(lock.id).map(drop))
+    run(|| handles::remove::<Arc<OnRuntime<Lock>>>(lock.id).map(drop))
 }
 
 /// Asks for `key` of `lock` and waits in line for it, blocking, then holds
@@ -233,16 +233,15 @@ unsafe fn begin_watching(
 ) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
     // SAFETY: passed on from the caller.
     let key = unsafe { input::string("key", key, key_len) }?;
-    let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
+    let lock = handles::get::<Arc<OnRuntime<Lock>>>(lock.id)?;
     // SAFETY: passed on from the caller.
     let hold = unsafe { hold_options(options, cancel) }?;
-    let runtime = lock.runtime.clone();
-    Ok((runtime, async move {
+    Ok((lock.runtime.clone(), async move {
         let holding = lock.value.begin(&key, &hold).await?;
         let Some((callback, user)) = watch else {
-            return Ok(behind_handle(holding, lock.runtime));
+            return Ok(behind_handle(holding, lock.runtime.clone()));
         };
-        let kept = Kept::new(holding, lock.runtime);
+        let kept = Kept::new(holding, lock.runtime.clone());
         kept.on_lost(callback, user)?;
         let fence = kept.view().fence();
         Ok(Done::made(handles::insert(Arc::new(kept)), fence))
@@ -366,7 +365,7 @@ unsafe fn begin_many(
 )> {
     // SAFETY: passed on from the caller.
     let keys = unsafe { input::packed_strings("keys", keys, keys_len, key_lens, count) }?;
-    let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
+    let lock = handles::get::<Arc<OnRuntime<Lock>>>(lock.id)?;
     // SAFETY: passed on from the caller.
     let hold = unsafe { hold_options(options, cancel) }?;
     Ok((lock.runtime.clone(), async move {
@@ -442,7 +441,7 @@ unsafe fn try_begin(
 ) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
     // SAFETY: passed on from the caller.
     let key = unsafe { input::string("key", key, key_len) }?;
-    let lock = handles::get::<OnRuntime<Lock>>(lock.id)?;
+    let lock = handles::get::<Arc<OnRuntime<Lock>>>(lock.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = lock.runtime.clone();
     let attempt = async move { lock.value.try_begin(&key).await };

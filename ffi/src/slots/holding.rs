@@ -157,7 +157,7 @@ unsafe fn begin(
 ) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
     // SAFETY: passed on from the caller.
     let owner = unsafe { super::owner(key, key_len, instance, instance_len) }?;
-    let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
+    let slots = handles::get::<Arc<OnRuntime<Slots>>>(slots.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = slots.runtime.clone();
     let attempt = async move { slots.value.begin(&owner, preferred).await };

@@ -7,6 +7,7 @@
 pub(crate) mod holding;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use leasehold::names::MAX_NAME_BYTES;
 use leasehold::slots::{AcquireResult, Owner, SlotLease, Slots};
@@ -211,10 +212,10 @@ pub unsafe extern "C" fn lh_slots_open(
             timeout: input::given_duration("slot timeout", o.has_timeout, o.timeout_ns)?,
             layout: None,
         };
-        let id = handles::insert(OnRuntime {
+        let id = handles::insert(Arc::new(OnRuntime {
             value: options.open(&store.value, &name)?,
             runtime: store.runtime,
-        });
+        }));
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_slots", out, lh_slots { id }) }
     })
@@ -223,7 +224,7 @@ pub unsafe extern "C" fn lh_slots_open(
 /// Frees the namespace handle (its leases stay valid handles).
 #[no_mangle]
 pub extern "C" fn lh_slots_free(slots: lh_slots) -> *mut lh_error {
-    run(|| handles::remove::<OnRuntime<Slots>>(slots.id).map(drop))
+    run(|| handles::remove::<Arc<OnRuntime<Slots>>>(slots.id).map(drop))
 }
 
 /// Acquires a slot for the owner `key` / `instance` (SLOT-01): the slot it
@@ -334,7 +335,7 @@ unsafe fn acquire(
 ) -> Result<(Handle, impl Future<Output = Result<Done>> + Send + 'static)> {
     // SAFETY: passed on from the caller.
     let owner = unsafe { owner(key, key_len, instance, instance_len) }?;
-    let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
+    let slots = handles::get::<Arc<OnRuntime<Slots>>>(slots.id)?;
     let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
     let runtime = slots.runtime.clone();
     let attempt = async move { slots.value.acquire(&owner, preferred).await };
@@ -368,7 +369,7 @@ pub unsafe extern "C" fn lh_slots_renew(
     run(|| {
         input::check_out("lh_slot_lease", out)?;
         input::check_out("renewed", renewed)?;
-        let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
+        let slots = handles::get::<Arc<OnRuntime<Slots>>>(slots.id)?;
         let lease = handles::get::<SlotLease>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
         let runtime = slots.runtime.clone();
@@ -401,7 +402,7 @@ pub unsafe extern "C" fn lh_slots_release(
 ) -> *mut lh_error {
     run(|| {
         input::check_out("released", released)?;
-        let slots = handles::get::<OnRuntime<Slots>>(slots.id)?;
+        let slots = handles::get::<Arc<OnRuntime<Slots>>>(slots.id)?;
         let lease = handles::get::<SlotLease>(lease.id)?;
         let cancel = handles::get_optional::<CancellationToken>(cancel.id)?;
         let runtime = slots.runtime.clone();
