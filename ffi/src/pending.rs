@@ -149,13 +149,19 @@ where
         unsafe { now.write(o) };
         false
     };
-    let (runtime, fut) = match catch_unwind(AssertUnwindSafe(prepare)) {
+    // The future is boxed where it is made: passed out through the panic
+    // capture and the results first, a hold's (near a kilobyte) was copied
+    // three times.
+    let prepared = catch_unwind(AssertUnwindSafe(|| {
+        prepare().map(|(runtime, fut)| (runtime, Box::pin(fut)))
+    }));
+    let (runtime, fut) = match prepared {
         Ok(Ok(p)) => p,
         Ok(Err(e)) => return answer(lh_outcome::failed(&e)),
         Err(p) => return answer(lh_outcome::failed(&panicked(p))),
     };
     // Caught: a panic of the call, now or in its task, is its `Internal` error.
-    let mut fut = Caught::new(Box::pin(fut));
+    let mut fut = Caught::new(fut);
     if let Poll::Ready(result) = poll_here(&runtime, Pin::new(&mut fut), noop_waker()) {
         return answer(outcome(result));
     }
