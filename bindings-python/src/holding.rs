@@ -43,9 +43,16 @@ impl PyHolding {
 
     /// Calls `callback(True)` on the running event loop's thread once, if
     /// the lease is lost before the holding ends (LOCK-09); a second watch
-    /// of the holding fails `InvalidArgument`.
-    fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        self.kept.watch_loss(py, callback)
+    /// of the holding fails `InvalidArgument`. `event_loop`, the running
+    /// loop when the caller has it (its task's), spares its lookup.
+    #[pyo3(signature = (callback, event_loop = None))]
+    fn watch_loss(
+        &self,
+        py: Python<'_>,
+        callback: Py<PyAny>,
+        event_loop: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.kept.watch_loss(py, callback, event_loop)
     }
 
     /// Releases the key; the awaitable fails `LeaseLost` if the lease was

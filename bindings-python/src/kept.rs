@@ -48,11 +48,17 @@ impl<H: Held> Kept<H> {
     /// the holding is lost, unless it ends first. A holding is watched once:
     /// a second call fails `InvalidArgument` (LOCK-09), and the first
     /// callback stays.
-    pub fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
+    pub fn watch_loss(
+        &self,
+        py: Python<'_>,
+        callback: Py<PyAny>,
+        event_loop: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
         self.loss.claim().map_err(|e| errors::to_py(py, e))?;
         let lost = self.view.lost_signal();
         let watch = loop_driver::watch(
             py,
+            event_loop,
             async move {
                 lost.await;
                 true

@@ -412,7 +412,15 @@ fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
 
 /// The running loop and its driver, made (and watched by the loop) on first use.
 fn current(py: Python<'_>) -> PyResult<(Bound<'_, PyAny>, Py<LoopDriver>)> {
-    let event_loop = running_loop(py)?;
+    driver_of(py, running_loop(py)?)
+}
+
+/// `event_loop`, the thread's running loop, and its driver, made (and
+/// watched by the loop) on first use.
+fn driver_of<'py>(
+    py: Python<'py>,
+    event_loop: Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyAny>, Py<LoopDriver>)> {
     let pid = leasehold::runtime::process_id();
     let known = CURRENT.with_borrow(|c| {
         c.as_ref()
@@ -536,13 +544,23 @@ fn ready<'py>(py: Python<'py>, outcome: leasehold::Result<Convert>) -> PyResult<
 
 /// A watch parked with the running loop's driver: calls `callback(value)`
 /// on the loop's thread when `fut` completes (on the loop's next turn if it
-/// is complete already), unless [`Watch::stop`] came first.
-pub fn watch<F, T>(py: Python<'_>, fut: F, callback: Py<PyAny>) -> PyResult<Watch>
+/// is complete already), unless [`Watch::stop`] came first. `event_loop`,
+/// when the caller knows it, is the running loop (a task's): then it is not
+/// looked up, which asyncio does with a system call on Python 3.11.
+pub fn watch<F, T>(
+    py: Python<'_>,
+    event_loop: Option<Bound<'_, PyAny>>,
+    fut: F,
+    callback: Py<PyAny>,
+) -> PyResult<Watch>
 where
     F: Future<Output = T> + Send + 'static,
     T: for<'a> IntoPyObject<'a> + Send + 'static,
 {
-    let (event_loop, driver) = current(py)?;
+    let (event_loop, driver) = match event_loop {
+        Some(given) => driver_of(py, given)?,
+        None => current(py)?,
+    };
     let (id, waker) = driver.get().waker();
     let mut work: Work = Caught::new(Box::pin(async move { Ok(converted(fut.await)) }));
     if let Poll::Ready(outcome) = poll_here(&driver.get().runtime, Pin::new(&mut work), &waker) {

@@ -127,9 +127,16 @@ impl PySlotHolding {
 
     /// Calls `callback(True)` on the running event loop's thread once, if
     /// the slot is lost before the holding ends; a second watch of the
-    /// holding fails `InvalidArgument` (LOCK-09).
-    fn watch_loss(&self, py: Python<'_>, callback: Py<PyAny>) -> PyResult<()> {
-        self.kept.watch_loss(py, callback)
+    /// holding fails `InvalidArgument` (LOCK-09). `event_loop`, the running
+    /// loop when the caller has it (its task's), spares its lookup.
+    #[pyo3(signature = (callback, event_loop = None))]
+    fn watch_loss(
+        &self,
+        py: Python<'_>,
+        callback: Py<PyAny>,
+        event_loop: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        self.kept.watch_loss(py, callback, event_loop)
     }
 
     /// Stops renewing and releases the slot with the largest timestamp

@@ -47,7 +47,9 @@ class Ending(Protocol):
     """A holding of the core: watched for its loss, then ended (the native
     ``Holding`` and ``SlotHolding``)."""
 
-    def watch_loss(self, callback: Callable[[bool], object]) -> None: ...
+    def watch_loss(
+        self, callback: Callable[[bool], object], event_loop: asyncio.AbstractEventLoop
+    ) -> None: ...
     def end(self) -> Awaitable[None]: ...
 
 
@@ -93,7 +95,9 @@ class Watched(Generic[H]):
         self._entered = False
 
     def _enter(self) -> asyncio.Task[object]:
-        """Checks that the hold is entered once, inside a task; the task."""
+        """Checks that the hold is entered once, inside a task; the task,
+        whose loop the watch of the holding's loss is given (looked up, the
+        running loop costs a system call on Python 3.11)."""
         if self._entered:
             raise InvalidArgument(f"a {self._FORM} is entered once; call it again")
         self._entered = True
@@ -199,7 +203,7 @@ class Hold(_Held[_native.Holding]):
         self._wait = wait
 
     async def __aenter__(self) -> _native.Lease:
-        self._enter()
+        task = self._enter()
         begun = self._lock.begin(self._key, self._wait)
         # A grant the core made at once (a free key of the embedded store)
         # is read, not awaited: the same answer without an await's cost.
@@ -208,7 +212,7 @@ class Hold(_Held[_native.Holding]):
         if lease.lost:
             await self._refuse_if_lost(holding, True)
         self._holding = holding
-        holding.watch_loss(self._on_lost)
+        holding.watch_loss(self._on_lost, task.get_loop())
         return lease
 
     def __enter__(self) -> _native.Lease:
@@ -235,13 +239,13 @@ class TryHold(_Held[_native.Holding]):
         self._key = key
 
     async def __aenter__(self) -> _native.Lease | None:
-        self._enter()
+        task = self._enter()
         holding = await self._lock.try_begin(self._key)
         if holding is None:
             return None
         await self._refuse_if_lost(holding, holding.lease.lost)
         self._holding = holding
-        holding.watch_loss(self._on_lost)
+        holding.watch_loss(self._on_lost, task.get_loop())
         return holding.lease
 
     def __enter__(self) -> _native.Lease | None:
@@ -273,11 +277,14 @@ class Holdings:
         """Whether any of the leases was lost."""
         return any(holding.lease.lost for holding in self._holdings)
 
-    def watch_loss(self, callback: Callable[[bool], object]) -> None:
-        """Calls ``callback(True)`` on the loop's thread at the loss of each
-        lease lost before the end (:meth:`Watched._on_lost` acts on the first)."""
+    def watch_loss(
+        self, callback: Callable[[bool], object], event_loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """Calls ``callback(True)`` on the thread of ``event_loop`` (the
+        running loop) at the loss of each lease lost before the end
+        (:meth:`Watched._on_lost` acts on the first)."""
         for holding in self._holdings:
-            holding.watch_loss(callback)
+            holding.watch_loss(callback, event_loop)
 
     def end(self) -> Awaitable[None]:
         """Releases every key at once; ``LeaseLost`` if a lease was lost while held."""
@@ -306,11 +313,11 @@ class HoldMany(_Held[Holdings]):
         self._wait = wait
 
     async def __aenter__(self) -> list[_native.Lease]:
-        self._enter()
+        task = self._enter()
         held = Holdings(await self._lock.begin_many(self._keys, self._wait))
         await self._refuse_if_lost(held, held.lost)
         self._holding = held
-        held.watch_loss(self._on_lost)
+        held.watch_loss(self._on_lost, task.get_loop())
         return held.leases
 
     def __enter__(self) -> list[_native.Lease]:

@@ -1,6 +1,7 @@
 """The private native module of ``leasehold`` (Rust, pyo3). Use the package's
 public names instead; these are the types its wrappers build on."""
 
+import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from typing import Any, ClassVar, final
 
@@ -193,9 +194,15 @@ class SlotHolding:
 
     @property
     def held(self) -> HeldSlot: ...
-    def watch_loss(self, callback: Callable[[bool], object]) -> None:
+    def watch_loss(
+        self,
+        callback: Callable[[bool], object],
+        event_loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         """Calls ``callback(True)`` on the loop's thread once, if the slot is
-        lost before the holding ends; a second watch raises ``InvalidArgument``."""
+        lost before the holding ends; a second watch raises ``InvalidArgument``.
+        ``event_loop``, the running loop when the caller has it (its task's),
+        spares its lookup."""
     def end(self) -> Awaitable[None]: ...
 
 @final
@@ -291,10 +298,15 @@ class Holding:
 
     @property
     def lease(self) -> Lease: ...
-    def watch_loss(self, callback: Callable[[bool], object]) -> None:
+    def watch_loss(
+        self,
+        callback: Callable[[bool], object],
+        event_loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         """Calls ``callback(True)`` on the loop's thread once, if the lease is
         lost before the holding ends (LOCK-09); a second watch raises
-        ``InvalidArgument``."""
+        ``InvalidArgument``. ``event_loop``, the running loop when the caller
+        has it (its task's), spares its lookup."""
     def end(self) -> Awaitable[None]: ...
     def end_blocking(self) -> None: ...
     @staticmethod

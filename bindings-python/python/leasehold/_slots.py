@@ -37,12 +37,12 @@ class SlotHold(Watched[_native.SlotHolding]):
         self._preferred = preferred
 
     async def __aenter__(self) -> HeldSlot | None:
-        self._enter()
+        task = self._enter()
         holding = await self._slots.begin(self._owner, self._preferred)
         if holding is None:
             return None
         self._holding = holding
-        holding.watch_loss(self._on_lost)
+        holding.watch_loss(self._on_lost, task.get_loop())
         return holding.held
 
 
