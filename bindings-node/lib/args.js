@@ -16,15 +16,18 @@ function invalid(message) {
   return new LeaseholdError('INVALID_ARGUMENT', message)
 }
 
+/** The options of a call given none (shared: nobody writes to it). */
+const NONE = Object.freeze({})
+
 /**
- * An options object with only the keys `known`; `undefined` is `{}`.
+ * An options object with only the keys `known`; `undefined` is an empty one.
  * @param {string} what
  * @param {unknown} value
  * @param {readonly string[]} known
  * @returns {Record<string, unknown>}
  */
 function options(what, value, known) {
-  if (value === undefined || value === null) return {}
+  if (value === undefined || value === null) return NONE
   if (typeof value !== 'object' || Array.isArray(value)) {
     throw invalid(`${what} must be an object, got ${describe(value)}`)
   }

@@ -39,6 +39,13 @@ class LossSignal {
   #controller = null
   /** Why the signal is to abort, when that was decided before it was first read. */
   #abortWith = /** @type {{ reason: unknown } | null} */ (null)
+  /**
+   * The signals a store tells of its close (lib/run.js), which this one
+   * joins once it is read, while its function runs: one never read has
+   * nobody to tell, and reads the loss when it is (below).
+   * @type {Set<LossSignal> | null}
+   */
+  #running = null
 
   /**
    * @param {Watched} native
@@ -54,6 +61,7 @@ class LossSignal {
     if (this.#controller === null) {
       const controller = new AbortController()
       this.#controller = controller
+      this.#running?.add(this)
       if (this.#abortWith !== null) {
         controller.abort(this.#abortWith.reason)
       } else if (this.#native.lost) {
@@ -81,6 +89,21 @@ class LossSignal {
   abort(reason) {
     if (this.#controller !== null) this.#controller.abort(reason)
     else if (this.#abortWith === null) this.#abortWith = { reason }
+  }
+
+  /**
+   * While its function runs: joins `running`, the set a store's close
+   * goes through, when (or if) the signal is read.
+   * @param {Set<LossSignal>} running
+   */
+  runIn(running) {
+    this.#running = running
+  }
+
+  /** Its function settled: leaves the set of `runIn`. */
+  ran() {
+    if (this.#controller !== null) this.#running?.delete(this)
+    this.#running = null
   }
 
   /** Aborts the signal with the loss the addon knows of, if it knows of one. */

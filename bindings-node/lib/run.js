@@ -114,7 +114,7 @@ async function beginSignalled(start, signal, message) {
  * error as `cause` (LOCK-10); CANCELLED once `fn` settled if `signal`
  * aborted while it ran (`loss`'s signal aborts with the signal's reason
  * at once). The holding ends on every exit path (LOCK-11). `loss` is in
- * `losses` until then. What `fn` returns is awaited only when it is an
+ * `losses` until then, from when its signal is read. What `fn` returns is awaited only when it is an
  * object or a function (a promise, a thenable), and the end only when the
  * addon answered with a promise: a cycle the embedded store answers at
  * once awaits nothing but this function.
@@ -128,7 +128,7 @@ async function beginSignalled(start, signal, message) {
  * @returns {Promise<T>}
  */
 async function run(holding, view, loss, fn, signal, losses) {
-  losses.add(loss)
+  loss.runIn(losses)
   try {
     let stopped = false
     /** @type {(() => void) | null} */
@@ -191,15 +191,16 @@ async function run(holding, view, loss, fn, signal, losses) {
     if (!outcome.ok) throw outcome.error
     return outcome.value
   } finally {
-    losses.delete(loss)
+    loss.ran()
   }
 }
 
 /**
  * The functions a store runs while they hold something (a key, a slot),
- * each with its loss signal, so that closing the store can tell each
- * function of its loss before `close()` resolves: the core marks them lost
- * before its close returns.
+ * each with its loss signal once read, so that closing the store can tell
+ * each function that watches its loss before `close()` resolves: the core
+ * marks them lost before its close returns. A signal first read after the
+ * close reads the loss then (lib/loss.js).
  */
 class Running {
   /** @type {Set<LossSignal>} */
