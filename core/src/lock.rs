@@ -89,13 +89,15 @@ impl LockBuilder {
             self.margin.unwrap_or_else(|| duration::default_margin(ttl)),
         )?;
         Ok(Lock {
-            store: self.store,
-            name: self.name.into(),
-            ttl,
-            max_hold,
-            wait: self.wait,
-            margin,
-            group: Arc::default(),
+            opened: Arc::new(Opened {
+                store: self.store,
+                name: self.name.into(),
+                ttl,
+                max_hold,
+                wait: self.wait,
+                margin,
+                group: OnceLock::new(),
+            }),
         })
     }
 }
@@ -125,59 +127,67 @@ impl Terms {
     }
 }
 
-/// A named family of keys with its options. Cloning is cheap.
+/// A named family of keys with its options. Cloning is cheap: a clone
+/// shares the lock's one allocation (a binding clones it into every call).
 #[derive(Debug, Clone)]
 pub struct Lock {
+    opened: Arc<Opened>,
+}
+
+/// What an opened lock keeps, shared by its clones.
+#[derive(Debug)]
+struct Opened {
     store: Store,
     name: Arc<str>,
     ttl: Duration,
     max_hold: Option<Duration>,
     wait: Option<Duration>,
     margin: Duration,
-    /// The renewal group of its leases, once a hold needed it (shared by clones).
-    group: Arc<OnceLock<Arc<Group>>>,
+    /// The renewal group of its leases, once a hold needed it.
+    group: OnceLock<Arc<Group>>,
 }
 
 impl Lock {
     /// The lock's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.opened.name
     }
 
     /// The ttl of its leases.
     pub fn ttl(&self) -> Duration {
-        self.ttl
+        self.opened.ttl
     }
 
     /// Its maxHold, if set.
     pub fn max_hold(&self) -> Option<Duration> {
-        self.max_hold
+        self.opened.max_hold
     }
 
     /// Its bound on waiting in line, if set.
     pub fn wait(&self) -> Option<Duration> {
-        self.wait
+        self.opened.wait
     }
 
     /// The holder's margin before the store's expiry.
     pub fn margin(&self) -> Duration {
-        self.margin
+        self.opened.margin
     }
 
     /// What every hold of this lock on its store needs: the driver, the
     /// renewal and, where the store renews by group, the lock's group.
     fn terms(&self) -> Result<Terms> {
-        let store = self.store.inner();
+        let store = self.opened.store.inner();
         store.check_open()?;
         let link = store.link.clone();
         let driver = &link.driver;
         let capabilities = driver.capabilities();
         let renewal = capabilities.renewal.then_some(Renewal {
-            ttl: self.ttl,
-            margin: self.margin,
+            ttl: self.opened.ttl,
+            margin: self.opened.margin,
         });
         let group = renewal.filter(|_| capabilities.groups).map(|r| {
-            self.group
+            self.opened
+                .group
                 .get_or_init(|| store.groups.get(r, driver, &link.runtime))
                 .clone()
         });
@@ -191,10 +201,10 @@ impl Lock {
     /// The request for `key`, waiting in line if `queue`.
     fn request(&self, terms: &Terms, key: &str, queue: bool) -> HoldRequest {
         HoldRequest {
-            name: KeyName::new(self.name.clone(), key),
+            name: KeyName::new(self.opened.name.clone(), key),
             request_id: RequestId::random(),
             ttl: terms.renewal.map(|r| r.ttl),
-            max_hold: self.max_hold,
+            max_hold: self.opened.max_hold,
             queue,
             group: terms.group.as_ref().map(|g| g.id()),
         }
@@ -211,7 +221,7 @@ impl Lock {
         names::check("key", key)?;
         let terms = self.terms()?;
         let request = self.request(&terms, key, queue);
-        let wait = options.wait.or(self.wait);
+        let wait = options.wait.or(self.opened.wait);
         let Some(acquired) = engine::acquire(
             &terms.link.driver,
             &terms.link.runtime,
@@ -273,7 +283,7 @@ impl Lock {
             &terms.link.driver,
             &terms.link.runtime,
             requests,
-            options.wait.or(self.wait),
+            options.wait.or(self.opened.wait),
             options.cancel.as_ref(),
             |name, acquired| terms.start(name, acquired),
         )
@@ -489,7 +499,7 @@ impl Lock {
                 "the blocking hold was called from async code; use hold_async",
             )));
         }
-        self.store.inner().runtime.block_on(fut)
+        self.opened.store.inner().runtime.block_on(fut)
     }
 }
 
