@@ -44,9 +44,10 @@ RUST_FEATURES := --features leasehold-ffi/testing,leasehold-jvm/testing
 # of features. Cargo resolves a dependency's features for the packages and
 # targets it is asked for, and builds it again, with everything above it,
 # for each new set: when each step built its own packages (`-p
-# leasehold-server`, `-p leasehold-ffi --features testing`, ...), tokio,
-# hyper, tonic, the PostgreSQL client and the core were built six more
-# times. Built this way, a step after `rust-test` builds nothing. A test
+# leasehold-server`, `-p leasehold-ffi --features testing`, ...), hyper,
+# tonic, the PostgreSQL client and the core were built five more times,
+# tokio three (154 units, by cargo's --unit-graph). Built this way, a step
+# after `rust-test` builds only our own crates that it did not. A test
 # run of a few targets (`--test NAME`) selects RUST_CRATES too.
 RUST_CRATES = --workspace --locked $(RUST_TEST_EXCLUDE) $(RUST_FEATURES)
 RUST_DEBUG = $(RUST_CRATES) --all-targets
