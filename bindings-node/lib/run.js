@@ -114,10 +114,11 @@ async function beginSignalled(start, signal, message) {
  * error as `cause` (LOCK-10); CANCELLED once `fn` settled if `signal`
  * aborted while it ran (`loss`'s signal aborts with the signal's reason
  * at once). The holding ends on every exit path (LOCK-11). `loss` is in
- * `losses` until then, from when its signal is read. What `fn` returns is awaited only when it is an
- * object or a function (a promise, a thenable), and the end only when the
- * addon answered with a promise: a cycle the embedded store answers at
- * once awaits nothing but this function.
+ * `losses` until then, from when its signal is read. What `fn` returns is
+ * awaited only when it is an object or a function (a promise, a
+ * thenable), and the end only when the addon answered with a promise: a
+ * cycle the embedded store answers at once awaits nothing but this
+ * function.
  * @template V, T
  * @param {Ending} holding
  * @param {V} view what `fn` sees: a Lease, a HeldSlot
