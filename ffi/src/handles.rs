@@ -24,10 +24,11 @@ pub(crate) struct OnRuntime<T> {
     pub(crate) runtime: Handle,
 }
 
-/// An object behind a handle. The large ones (a lock, 112 bytes, and the
-/// slots and a slot lease) are shared or boxed: the table's nodes, and the
-/// moves of every insert and removal, stay the size of the small ones, and
-/// a call that reads a lock clones one reference, not the lock's fields.
+/// An object behind a handle. The large ones (the slots and a slot lease)
+/// are shared or boxed: the table's nodes, and the moves of every insert
+/// and removal, stay the size of the small ones. A lock is shared too, so
+/// that a call that reads it clones one reference, not the lock and its
+/// runtime's handle.
 #[derive(Clone)]
 pub(crate) enum Object {
     Store(OnRuntime<Store>),
