@@ -1,7 +1,8 @@
 //! Renewal groups: on a store that renews by group, the leases one store
 //! handle holds with one ttl and margin share one renewal. One task per
 //! group renews them all with one call every ttl/3, whatever their number,
-//! and tells each of them of its loss at its holder's deadline.
+//! and tells each of them of its loss at its holder's deadline; it waits on
+//! after the last lease leaves, until a renewal would be due, for the next.
 //!
 //! Each lease keeps its own id, fence, maxHold and loss. Its holder's
 //! deadline (LOCK-04) is the earlier of its maxHold deadline and the
@@ -238,27 +239,41 @@ impl Group {
 /// The task of a group while it has leases: renews it every ttl/3 from the
 /// last confirmed send, retrying a failed renewal until the group's
 /// deadline, at which every lease still in it is lost; loses each lease at
-/// its own maxHold deadline.
+/// its own maxHold deadline. Once the group has none, it waits for the
+/// next until a renewal would be due, then ends.
 async fn group_task(group: Arc<Group>) {
     let clock = group.driver.clock().clone();
     let ttl = group.renewal.ttl;
     let mut retry_at: Option<Instant> = None;
     loop {
         let changed = group.changed.notified();
+        // When the renewal is due that the group's deadline asks for.
+        let due = |deadline: Instant| {
+            group
+                .renewal
+                .renew_at(deadline + group.renewal.margin - ttl)
+        };
         let next_max_hold = {
             let mut m = group.lock();
             if m.leases.is_empty() {
-                m.task_runs = false;
                 m.max_holds.clear();
-                return;
+                retry_at = None;
+                // An empty group's task waits for leases to join until a
+                // renewal would be due: a holder that takes and ends one
+                // lease at a time keeps one task, not one a lease. A lease
+                // that joins meanwhile is due no sooner (its grant was sent
+                // later), so the task wakes in time for it.
+                if group.deadline.get().is_none_or(|d| due(d) <= clock.now()) {
+                    m.task_runs = false;
+                    return;
+                }
             }
             m.max_holds.peek().map(|Reverse((at, _))| *at)
         };
         let Some(deadline) = group.deadline.get() else {
             return group.lose_all(LossReason::Expired);
         };
-        let last_sent = deadline + group.renewal.margin - ttl;
-        let renew_at = retry_at.unwrap_or(group.renewal.renew_at(last_sent));
+        let renew_at = retry_at.unwrap_or(due(deadline));
         tokio::select! {
             biased;
             _ = clock.sleep_until(deadline) => {

@@ -580,6 +580,39 @@ async fn lock_06_leases_of_one_ttl_share_one_renewal() {
     }
 }
 
+// LOCK-06, LOCK-04: a holder that takes one lease at a time, each after
+// the last ended, keeps one renewal task: the group's task waits on after
+// its last lease ends, and a lease that joins meanwhile is renewed on its
+// own schedule, every ttl/3 from its grant, never later.
+#[tokio::test]
+async fn lock_06_a_lease_taken_after_the_last_ended_is_renewed_on_time() {
+    let (clock, memory) = renewal_driver();
+    let counting = Arc::new(Instrumented::new(memory, None));
+    let store = Store::from_driver(counting.clone(), tokio::runtime::Handle::current());
+    let lock = store.lock("l").ttl(S(9)).margin(S(1)).open().unwrap();
+    // Granted at 0 (its group due for renewal at 3) and ended at once.
+    lock.begin("a", &HoldOptions::default())
+        .await
+        .unwrap()
+        .end()
+        .await
+        .unwrap();
+    clock.advance(S(1)).await;
+    // Granted at 1: due at 4, 7, 10, …; its deadline 8 s after each.
+    let held = lock.begin("b", &HoldOptions::default()).await.unwrap();
+    for _ in 0..20 {
+        clock.advance(S(1)).await;
+        let left = held.lease().remaining().unwrap();
+        assert!(left >= S(5), "{left:?} left at {:?}", clock.now());
+    }
+    let renewals = counting.groups.load(Ordering::SeqCst);
+    assert!(
+        (6..=7).contains(&renewals),
+        "{renewals} group renewals in 20 s at ttl 9 s"
+    );
+    held.end().await.unwrap();
+}
+
 // LOCK-04, LOCK-10: a grant answered after the holder's deadline (found by
 // the chaos harness on etcd: a hold answered 3.5 s late with a 2 s ttl) is
 // renewed before the function starts; when the store let the lease go
