@@ -35,7 +35,7 @@ impl PyHolding {
 impl PyHolding {
     /// The lease, for the held block: one object per holding.
     #[getter]
-    fn lease(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
+    pub(crate) fn lease(&self, py: Python<'_>) -> PyResult<Py<PyLease>> {
         self.lease
             .get_or_try_init(py, || Py::new(py, PyLease::new(self.kept.view().clone())))
             .map(|lease| lease.clone_ref(py))
@@ -46,7 +46,7 @@ impl PyHolding {
     /// of the holding fails `InvalidArgument`. `event_loop`, the running
     /// loop when the caller has it (its task's), spares its lookup.
     #[pyo3(signature = (callback, event_loop = None))]
-    fn watch_loss(
+    pub(crate) fn watch_loss(
         &self,
         py: Python<'_>,
         callback: Py<PyAny>,
@@ -58,12 +58,12 @@ impl PyHolding {
     /// Releases the key; the awaitable fails `LeaseLost` if the lease was
     /// lost while held, `Closed` if the hold ended already. The release runs
     /// on its own: cancelling the awaiting task does not stop it (LOCK-11).
-    fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.kept.end(py)
     }
 
     /// [`PyHolding::end`] for code without an event loop: waits without the GIL.
-    fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
+    pub(crate) fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
         self.kept.end_blocking(py)
     }
 

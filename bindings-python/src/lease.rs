@@ -27,7 +27,7 @@ impl PyLease {
 
     /// Whether the lease was lost (LOCK-09). Once true, it stays true.
     #[getter]
-    fn lost(&self) -> bool {
+    pub(crate) fn lost(&self) -> bool {
         self.lease.lost()
     }
 

@@ -8,6 +8,7 @@
 
 mod convert;
 mod errors;
+mod hold;
 mod holding;
 mod idgen;
 mod kept;
@@ -28,6 +29,7 @@ use pyo3::prelude::*;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::PyStore>()?;
     m.add_class::<lock::PyLock>()?;
+    m.add_class::<hold::PyHold>()?;
     m.add_class::<holding::PyHolding>()?;
     m.add_class::<lease::PyLease>()?;
     m.add_class::<manual::PyManualLease>()?;

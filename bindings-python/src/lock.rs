@@ -70,7 +70,7 @@ impl PyLock {
     /// it: an awaitable of a `Holding`. Cancelling the awaiting task leaves
     /// the line (LOCK-18).
     #[pyo3(signature = (key, wait=None))]
-    fn begin<'py>(
+    pub(crate) fn begin<'py>(
         &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
@@ -136,7 +136,7 @@ impl PyLock {
     /// [`PyLock::begin`] for code without an event loop: waits without the
     /// GIL; Ctrl-C leaves the line.
     #[pyo3(signature = (key, wait=None))]
-    fn begin_blocking(
+    pub(crate) fn begin_blocking(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,

@@ -36,6 +36,7 @@ use leasehold_bridge::{noop_waker, poll_here, Cancel, Caught, Spawned};
 use pyo3::exceptions::{PyRuntimeWarning, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyTuple;
 use pyo3::IntoPyObjectExt;
 use tokio::runtime::Handle;
 
@@ -325,17 +326,28 @@ impl Ready {
         slf
     }
 
-    /// Ends the await with the answer (`StopIteration(answer)`), or raises its error.
+    /// Ends the await with the answer (`StopIteration(answer)`), or raises
+    /// its error. `None` ends it with no exception at all, and any other
+    /// answer but a tuple is handed over as the `StopIteration`'s value as
+    /// it is, which the interpreter takes without making the exception
+    /// object; a tuple, which it would read as the exception's arguments,
+    /// goes inside one.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        Err(match self.result(py) {
-            Ok(value) => PyStopIteration::new_err((value,)),
-            Err(e) => e,
+        let value = self.result(py)?;
+        if value.is_none(py) {
+            return Ok(None);
+        }
+        let stop = py.get_type::<PyStopIteration>();
+        Err(if value.bind(py).is_instance_of::<PyTuple>() {
+            PyErr::from_type(stop, (value,))
+        } else {
+            PyErr::from_type(stop, value)
         })
     }
 
     /// The answer, or raises its error: what awaiting it gives, without the
     /// await (and the `StopIteration` that ends one).
-    fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    pub(crate) fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.read.store(true, Ordering::Relaxed);
         match &self.outcome {
             Ok(value) => Ok(value.clone_ref(py)),
@@ -534,6 +546,12 @@ where
     };
     driver.get().park(id, task);
     Ok(future)
+}
+
+/// The [`Ready`] awaitable of `value`: what an answer the caller has at once
+/// is awaited as.
+pub fn ready_value<'py>(py: Python<'py>, value: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(Bound::new(py, Ready::new(Ok(value.unbind())))?.into_any())
 }
 
 /// The [`Ready`] awaitable of a call's outcome.

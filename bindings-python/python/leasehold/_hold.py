@@ -20,7 +20,9 @@ module turns them into Python's ways:
   ``LeaseLost``; the exit ends them all at once, in the core.
 
 :class:`Watched` is that machinery for any holding of the core that can be
-watched for its loss and ended: a slot's hold (``slots.hold``) uses it too.
+watched for its loss and ended: ``try_hold``, ``hold_many`` and a slot's hold
+(``slots.hold``). ``lock.hold``, the one most calls go through, is
+:class:`Hold`, native (``src/hold.rs``), with the same rules.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import ClassVar, Generic, NoReturn, Protocol, TypeVar
 
 from . import _native
 from ._types import Duration
@@ -132,7 +134,8 @@ class Watched(Generic[H]):
             ours = self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError
         try:
             ended = holding.end()
-            # A release the core made at once is read, not awaited (see Hold.__aenter__).
+            # A release the core made at once is read, not awaited: the same answer
+            # without an await's cost.
             if type(ended) is _Ready:
                 ended.result()
             else:
@@ -185,44 +188,35 @@ class _Held(Watched[B]):
         _refuse_in_event_loop(self._FORM)
 
 
-class Hold(_Held[_native.Holding]):
-    """``lock.hold(key, wait=...)``: waits in line for the key, holds it while
-    the block runs, and gives the block its :class:`~leasehold.Lease`."""
+#: ``lock.hold(key, wait=...)``: native (``bindings-python/src/hold.rs``), so
+#: that a cycle the core answers at once runs none of this module; it keeps
+#: the rules of :class:`Watched`, and finishes in the coroutines below what
+#: waits.
+Hold = _native.Hold
 
-    __slots__ = ("_key", "_lock", "_wait")
 
-    def __init__(self, lock: _native.Lock, key: str, wait: Duration | None) -> None:
-        self._holding = None
-        self._task = None
-        self._cancelling = 0
-        self._lost_cancel = False
-        self._exiting = False
-        self._entered = False
-        self._lock = lock
-        self._key = key
-        self._wait = wait
+async def _enter_later(hold: _native.Hold, begun: Awaitable[_native.Holding]) -> _native.Lease:
+    """:class:`Hold`'s entry when its grant was not made at once."""
+    return await hold._admit(await begun)
 
-    async def __aenter__(self) -> _native.Lease:
-        task = self._enter()
-        begun = self._lock.begin(self._key, self._wait)
-        # A grant the core made at once (a free key of the embedded store)
-        # is read, not awaited: the same answer without an await's cost.
-        holding: _native.Holding = begun.result() if type(begun) is _Ready else await begun
-        lease = holding.lease
-        if lease.lost:
-            await self._refuse_if_lost(holding, True)
-        self._holding = holding
-        holding.watch_loss(self._on_lost, task.get_loop())
-        return lease
 
-    def __enter__(self) -> _native.Lease:
-        self._enter_blocking()
-        holding = self._lock.begin_blocking(self._key, self._wait)
-        lease = holding.lease
-        if lease.lost:
-            self._refuse_if_lost_blocking(holding, True)
-        self._holding = holding
-        return lease
+async def _refuse_later(ended: Awaitable[None]) -> NoReturn:
+    """:class:`Hold`'s entry when its lease was lost before the block could
+    start and its end was not made at once."""
+    await ended
+    raise LeaseLost("the lease was lost before the block could start")
+
+
+async def _exit_later(ended: Awaitable[None], quiet: bool, exc: BaseException | None) -> None:
+    """:class:`Hold`'s exit when its release was not made at once: raises
+    ``LeaseLost`` from ``exc``, unless ``quiet`` (a cancellation the loss did
+    not send is under way)."""
+    try:
+        await ended
+    except LeaseLost as lost:
+        if quiet:
+            return
+        raise lost from exc
 
 
 class TryHold(_Held[_native.Holding]):

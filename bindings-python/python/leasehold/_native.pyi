@@ -3,6 +3,7 @@ public names instead; these are the types its wrappers build on."""
 
 import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable
+from types import TracebackType
 from typing import Any, ClassVar, final
 
 from ._types import Duration
@@ -10,6 +11,7 @@ from ._types import Duration
 __all__ = [
     "SLOT_DEFAULT_LIMIT",
     "HeldSlot",
+    "Hold",
     "Holding",
     "IdGenerator",
     "IdLayout",
@@ -291,6 +293,32 @@ class IdGenerator:
     def rust_next_cycles(self, cycles: int) -> tuple[float, int]:
         """Benchmark hook: seconds taken by ``cycles`` calls of the core's
         ``next()`` in Rust, and how many answered ``NotReady``."""
+
+@final
+class Hold:
+    """``lock.hold(key, wait=...)``: waits in line for the key, holds it while
+    the block runs, and gives the block its :class:`Lease`. Entered once,
+    with ``async with`` or, without an event loop, ``with``."""
+
+    def __new__(cls, lock: Lock, key: str, wait: Duration | None = None) -> Hold: ...
+    def __aenter__(self) -> Awaitable[Lease]: ...
+    def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> Awaitable[None]: ...
+    def __enter__(self) -> Lease: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
+    def _admit(self, holding: Holding) -> Awaitable[Lease]:
+        """The block's lease once ``holding`` is granted, its loss watched."""
+    def _on_lost(self, _lost: bool) -> None:
+        """Cancels the block's task, once, at the lease's loss."""
 
 @final
 class Holding:
