@@ -57,39 +57,23 @@ pub struct PyHold {
     entered: bool,
 }
 
-/// An attribute of a module, looked up once.
-fn imported<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    module: &str,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    cell.import(py, module, name)
-}
-
 fn current_task(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     static CURRENT_TASK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    imported(py, &CURRENT_TASK, "asyncio", "current_task")?.call0()
+    CURRENT_TASK.import(py, "asyncio", "current_task")?.call0()
 }
 
 fn cancelled_error(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static CANCELLED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    imported(py, &CANCELLED, "asyncio", "CancelledError")
+    CANCELLED.import(py, "asyncio", "CancelledError")
 }
 
 fn lease_lost(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
     static LEASE_LOST: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    imported(py, &LEASE_LOST, "leasehold.errors", "LeaseLost")
+    LEASE_LOST.import(py, "leasehold.errors", "LeaseLost")
 }
 
-/// A coroutine of `leasehold._hold` that finishes what waits.
-fn later<'py>(
-    py: Python<'py>,
-    cell: &'static PyOnceLock<Py<PyAny>>,
-    name: &str,
-) -> PyResult<&'py Bound<'py, PyAny>> {
-    imported(py, cell, "leasehold._hold", name)
-}
+/// The module whose coroutines finish what waits.
+const LATER: &str = "leasehold._hold";
 
 fn entered_twice(py: Python<'_>) -> PyErr {
     errors::error(
@@ -177,7 +161,9 @@ impl PyHold {
             }
             Err(_) => {
                 static ENTER_LATER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-                later(py, &ENTER_LATER, "_enter_later")?.call1((slf, begun))
+                ENTER_LATER
+                    .import(py, LATER, "_enter_later")?
+                    .call1((slf, begun))
             }
         }
     }
@@ -202,7 +188,9 @@ impl PyHold {
                 }
                 Err(_) => {
                     static REFUSE_LATER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-                    later(py, &REFUSE_LATER, "_refuse_later")?.call1((ended,))
+                    REFUSE_LATER
+                        .import(py, LATER, "_refuse_later")?
+                        .call1((ended,))
                 }
             };
         }
@@ -287,7 +275,9 @@ impl PyHold {
             },
             Err(_) => {
                 static EXIT_LATER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-                later(py, &EXIT_LATER, "_exit_later")?.call1((ended, quiet, exc))
+                EXIT_LATER
+                    .import(py, LATER, "_exit_later")?
+                    .call1((ended, quiet, exc))
             }
         }
     }
@@ -299,11 +289,7 @@ impl PyHold {
         let holding = {
             let mut me = slf.borrow_mut();
             me.enter_once(py)?;
-            static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-            if imported(py, &GET_RUNNING_LOOP, "asyncio", "get_running_loop")?
-                .call0()
-                .is_ok()
-            {
+            if loop_driver::has_running_loop(py)? {
                 return Err(errors::error(
                     py,
                     ErrorKind::InvalidArgument,

@@ -407,19 +407,26 @@ thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
 }
 
+/// `asyncio.get_running_loop`.
+fn get_running_loop(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")
+}
+
+/// Whether the thread runs an asyncio loop (where a blocking call is refused).
+pub fn has_running_loop(py: Python<'_>) -> PyResult<bool> {
+    Ok(get_running_loop(py)?.call0().is_ok())
+}
+
 /// The thread's running asyncio loop; `InvalidArgument` without one.
 fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    GET_RUNNING_LOOP
-        .import(py, "asyncio", "get_running_loop")?
-        .call0()
-        .map_err(|_| {
-            errors::error(
-                py,
-                ErrorKind::InvalidArgument,
-                "this call is awaited from a running asyncio event loop",
-            )
-        })
+    get_running_loop(py)?.call0().map_err(|_| {
+        errors::error(
+            py,
+            ErrorKind::InvalidArgument,
+            "this call is awaited from a running asyncio event loop",
+        )
+    })
 }
 
 /// The running loop and its driver, made (and watched by the loop) on first use.

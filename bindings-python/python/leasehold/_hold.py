@@ -40,6 +40,8 @@ __all__ = ["Hold", "HoldMany", "TryHold"]
 
 #: The message of the cancellation a lost lease sends to the holding task.
 LOST_MESSAGE = "leasehold: the lease was lost"
+#: The message of the ``LeaseLost`` of a lease lost before its block began.
+LOST_BEFORE = "the lease was lost before the block could start"
 
 #: The awaitable of a native call answered at once.
 _Ready = _native.Ready
@@ -172,14 +174,14 @@ class _Held(Watched[B]):
         if lost:
             self._holding = None
             await holding.end()
-            raise LeaseLost("the lease was lost before the block could start")
+            raise LeaseLost(LOST_BEFORE)
 
     def _refuse_if_lost_blocking(self, holding: B, lost: bool) -> None:
         """:meth:`_refuse_if_lost` for the blocking forms."""
         if lost:
             self._holding = None
             holding.end_blocking()
-            raise LeaseLost("the lease was lost before the block could start")
+            raise LeaseLost(LOST_BEFORE)
 
     def _enter_blocking(self) -> None:
         if self._entered:
@@ -204,7 +206,7 @@ async def _refuse_later(ended: Awaitable[None]) -> NoReturn:
     """:class:`Hold`'s entry when its lease was lost before the block could
     start and its end was not made at once."""
     await ended
-    raise LeaseLost("the lease was lost before the block could start")
+    raise LeaseLost(LOST_BEFORE)
 
 
 async def _exit_later(ended: Awaitable[None], quiet: bool, exc: BaseException | None) -> None:
