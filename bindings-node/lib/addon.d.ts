@@ -102,20 +102,11 @@ export interface NativeHolderInfo {
   expiresIn: number | null
 }
 
-export class NativeLock {
-  readonly name: string
-  readonly ttl: number
-  readonly maxHold: number | null
-  readonly wait: number | null
-  readonly margin: number
-  begin(key: string, wait: NativeDuration, cancel: Canceller | null): Eventually<NativeHolding>
-  beginMany(
-    keys: string[],
-    wait: NativeDuration,
-    cancel: Canceller | null,
-  ): Eventually<NativeHolding[]>
-  tryBegin(key: string, cancel: Canceller | null): Eventually<NativeHolding | null>
-}
+/**
+ * A lock: an External of the addon's lock (src/lock.rs), opaque to JS;
+ * lib/lock.js wraps it, and the `lock*` functions read it and begin holds.
+ */
+export type NativeLock = object & { readonly __nativeLock: never }
 
 /**
  * A held key: an External of the addon's holding (src/holding.rs), opaque
@@ -213,6 +204,28 @@ export interface Native {
     cancel: Canceller | null,
   ): Eventually<NativeStore>
   errorCodes(): string[]
+  lockName(lock: NativeLock): string
+  lockTtl(lock: NativeLock): number
+  lockMaxHold(lock: NativeLock): number | null
+  lockWait(lock: NativeLock): number | null
+  lockMargin(lock: NativeLock): number
+  lockBegin(
+    lock: NativeLock,
+    key: string,
+    wait: NativeDuration,
+    cancel: Canceller | null,
+  ): Eventually<NativeHolding>
+  lockBeginMany(
+    lock: NativeLock,
+    keys: string[],
+    wait: NativeDuration,
+    cancel: Canceller | null,
+  ): Eventually<NativeHolding[]>
+  lockTryBegin(
+    lock: NativeLock,
+    key: string,
+    cancel: Canceller | null,
+  ): Eventually<NativeHolding | null>
   holdingFence(holding: NativeHolding): bigint
   holdingKey(holding: NativeHolding): string
   holdingLockName(holding: NativeHolding): string

@@ -4,6 +4,7 @@
 // runs the JS function between `begin` and `end` and turns the outcome into
 // a promise.
 
+const addon = require('./native')
 const args = require('./args')
 const { Holding } = require('./holding')
 const { Holdings } = require('./holdings')
@@ -37,27 +38,27 @@ class Lock {
 
   /** The lock's name. */
   get name() {
-    return this.#native.name
+    return addon.lockName(this.#native)
   }
 
   /** The ttl of its leases, in milliseconds. */
   get ttl() {
-    return this.#native.ttl
+    return addon.lockTtl(this.#native)
   }
 
   /** Its maxHold in milliseconds, or `null`. */
   get maxHold() {
-    return this.#native.maxHold
+    return addon.lockMaxHold(this.#native)
   }
 
   /** Its bound on waiting in line in milliseconds, or `null`. */
   get wait() {
-    return this.#native.wait
+    return addon.lockWait(this.#native)
   }
 
   /** The holder's margin before the store's expiry, in milliseconds (LOCK-04). */
   get margin() {
-    return this.#native.margin
+    return addon.lockMargin(this.#native)
   }
 
   /**
@@ -83,7 +84,7 @@ class Lock {
       // Without a signal, a holding the addon had at the call comes as it
       // is, and only `fn` and the end are awaited (lib/run.js).
       const got = begin(
-        (canceller) => Holding.of(this.#native.begin(key, wait, canceller)),
+        (canceller) => Holding.of(addon.lockBegin(this.#native, key, wait, canceller)),
         signal,
         'gave up waiting for the key',
       )
@@ -121,7 +122,9 @@ class Lock {
       await begin(
         async (canceller) =>
           new Holdings(
-            (await this.#native.beginMany(asked, wait, canceller)).map((h) => new Holding(h)),
+            (await addon.lockBeginMany(this.#native, asked, wait, canceller)).map(
+              (h) => new Holding(h),
+            ),
           ),
         signal,
         'gave up waiting for the keys',
@@ -150,7 +153,7 @@ class Lock {
     const signal = args.signal(given.signal)
     const holding = await begin(
       async (canceller) => {
-        const got = await this.#native.tryBegin(key, canceller)
+        const got = await addon.lockTryBegin(this.#native, key, canceller)
         return got === null ? null : new Holding(got)
       },
       signal,

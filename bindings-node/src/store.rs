@@ -13,7 +13,7 @@ use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::errors::{thrown, Thrown};
 use crate::idgen::{NativeIdGenerator, NativeIdLayout};
-use crate::lock::{hold_options, NativeLock};
+use crate::lock::{hold_options, NativeLock, OpenLock};
 use crate::manual::NativeManualLease;
 use crate::promise::{self, Eventually};
 use crate::slots::NativeSlots;
@@ -178,7 +178,7 @@ impl NativeStore {
         max_hold: Option<JsDuration>,
         wait: Option<JsDuration>,
         margin: Option<JsDuration>,
-    ) -> Result<NativeLock, Thrown> {
+    ) -> Result<OpenLock, Thrown> {
         let open = || {
             let options = options::LockOptions {
                 ttl: durations::optional("ttl", ttl)?,

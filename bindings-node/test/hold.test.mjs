@@ -235,11 +235,10 @@ holdSuite('embedded', async () => memory())
 test('LOCK-09 a second watch of the same holding throws INVALID_ARGUMENT', async () => {
   const native = createRequire(import.meta.url)('../lib/native.js')
   const store = native.memory()
-  // The addon's key holding is an External that lib/holding.js reads and ends.
+  // The addon's lock and key holding are Externals that lib/ reads and ends.
   const { Holding } = createRequire(import.meta.url)('../lib/holding.js')
-  const key = new Holding(
-    await store.lock('watched', null, null, null, null).begin('k', null, null),
-  )
+  const lock = store.lock('watched', null, null, null, null)
+  const key = new Holding(await native.lockBegin(lock, 'k', null, null))
   const slots = store.slots('watched', { limit: 1 })
   const slot = await slots.begin(native.owner('o', null), null, null)
   for (const holding of [key, slot]) {
