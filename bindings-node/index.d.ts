@@ -268,7 +268,7 @@ export class Lease {
   /** Whether the lease was lost; once true, stays true. */
   readonly lost: boolean
   readonly lossReason: LossReason | null
-  /** Milliseconds before the holder's deadline (0 once lost); `null` when it has none. */
+  /** Milliseconds before the holder's deadline (0 once lost, and once its hold ended); `null` when it has none. */
   readonly remaining: number | null
   /**
    * Aborted with a `LostError` when the lease is lost (LOCK-09); from

@@ -109,10 +109,11 @@ export interface NativeHolderInfo {
 export type NativeLock = object & { readonly __nativeLock: never }
 
 /**
- * A held key: an External of the addon's holding (src/holding.rs), opaque
- * to JS; lib/holding.js wraps it, and the `holding*` functions read and end it.
+ * A held key: the id of the addon's holding in its table of this thread's
+ * holdings (src/holding.rs); lib/holding.js wraps it, and the `holding*`
+ * functions read and end it (the end takes it out of the table).
  */
-export type NativeHolding = object & { readonly __nativeHolding: never }
+export type NativeHolding = number & { readonly __nativeHolding: never }
 
 export class NativeManualLease {
   readonly name: string
@@ -227,8 +228,6 @@ export interface Native {
     cancel: Canceller | null,
   ): Eventually<NativeHolding | null>
   holdingFence(holding: NativeHolding): bigint
-  holdingKey(holding: NativeHolding): string
-  holdingLockName(holding: NativeHolding): string
   holdingLost(holding: NativeHolding): boolean
   holdingLossReason(holding: NativeHolding): string | null
   holdingRemaining(holding: NativeHolding): number | null

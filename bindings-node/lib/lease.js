@@ -17,12 +17,6 @@ const { LossView } = require('./loss')
 class Lease extends LossView {
   /** @type {Holding} */
   #native
-  /** The fence, once read. @type {bigint | null} */
-  #fence = null
-  /** The key, once read. @type {string | null} */
-  #key = null
-  /** The lock's name, once read. @type {string | null} */
-  #lockName = null
 
   /**
    * Made by `hold` and `tryHold`; not for callers.
@@ -40,20 +34,20 @@ class Lease extends LossView {
    * call), then kept.
    */
   get fence() {
-    return (this.#fence ??= this.#native.fence)
+    return this.#native.fence
   }
 
   /** The key held. */
   get key() {
-    return (this.#key ??= this.#native.key)
+    return this.#native.key
   }
 
   /** The name of the key's lock. */
   get lockName() {
-    return (this.#lockName ??= this.#native.lockName)
+    return this.#native.lockName
   }
 
-  /** Milliseconds left before the holder's deadline (0 once lost); `null` without one. */
+  /** Milliseconds left before the holder's deadline (0 once lost, and once its hold ended); `null` without one. */
   get remaining() {
     return this.#native.remaining
   }

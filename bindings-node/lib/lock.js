@@ -25,6 +25,8 @@ class Lock {
   #native
   /** @type {import('./run').Running} */
   #running
+  /** The lock's name, once read. @type {string | null} */
+  #name = null
 
   /**
    * Made by `store.lock`; not for callers.
@@ -38,7 +40,7 @@ class Lock {
 
   /** The lock's name. */
   get name() {
-    return addon.lockName(this.#native)
+    return (this.#name ??= addon.lockName(this.#native))
   }
 
   /** The ttl of its leases, in milliseconds. */
@@ -84,7 +86,8 @@ class Lock {
       // Without a signal, a holding the addon had at the call comes as it
       // is, and only `fn` and the end are awaited (lib/run.js).
       const got = begin(
-        (canceller) => Holding.of(addon.lockBegin(this.#native, key, wait, canceller)),
+        (canceller) =>
+          Holding.of(addon.lockBegin(this.#native, key, wait, canceller), key, this.name),
         signal,
         'gave up waiting for the key',
       )
@@ -123,7 +126,7 @@ class Lock {
         async (canceller) =>
           new Holdings(
             (await addon.lockBeginMany(this.#native, asked, wait, canceller)).map(
-              (h) => new Holding(h),
+              (h, i) => new Holding(h, asked[i], this.name),
             ),
           ),
         signal,
@@ -154,7 +157,7 @@ class Lock {
     const holding = await begin(
       async (canceller) => {
         const got = await addon.lockTryBegin(this.#native, key, canceller)
-        return got === null ? null : new Holding(got)
+        return got === null ? null : new Holding(got, key, this.name)
       },
       signal,
       'gave up trying for the key',

@@ -1,8 +1,8 @@
 //! Locks: asking for a key, waiting in line or not, or for many keys at once.
 //!
 //! A lock reaches JS as an External, which `lib/lock.js` wraps, and these
-//! functions take it back, as a holding does (`holding`): every hold reads
-//! its lock once, and reading an External (`napi_get_value_external`, about
+//! functions take it back: every hold reads its lock once, and reading an
+//! External (`napi_get_value_external`, about
 //! 90 instructions) is cheaper than unwrapping an instance of a class
 //! (`napi_unwrap`, a private-property lookup: about 790).
 
@@ -15,7 +15,7 @@ use tokio::runtime::Handle;
 
 use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
-use crate::holding::{HeldKey, NativeHolding};
+use crate::holding::HeldKey;
 use crate::promise::{self, Eventually};
 
 /// The error message of a `tryBegin` given up by its canceller.
@@ -86,7 +86,7 @@ pub fn lock_begin<'env>(
     let options = hold_options(wait, cancel);
     promise::spawn(env, &lock.runtime, async move {
         let holding = opened.begin(&key, &options?).await?;
-        Ok(NativeHolding::new(holding, runtime))
+        Ok(HeldKey::new(holding, runtime))
     })
 }
 
@@ -113,7 +113,7 @@ pub fn lock_begin_many<'env>(
         let holdings = opened.begin_many(&keys, &options?).await?;
         Ok(holdings
             .into_iter()
-            .map(|h| NativeHolding::new(h, runtime.clone()))
+            .map(|h| HeldKey::new(h, runtime.clone()))
             .collect())
     })
 }
@@ -140,7 +140,7 @@ pub fn lock_try_begin<'env>(
         let holding =
             give_up::unless_given_up(cancel, &runtime, GAVE_UP_TRYING, attempt, give_up::dropped)
                 .await?;
-        Ok(holding.map(|h| NativeHolding::new(h, runtime)))
+        Ok(holding.map(|h| HeldKey::new(h, runtime)))
     })
 }
 

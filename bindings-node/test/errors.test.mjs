@@ -159,9 +159,9 @@ test('ERR-03 a held key and a held slot ended twice fail CLOSED alike', async ()
   const native = createRequire(import.meta.url)('../lib/native.js')
   const store = native.memory()
   const lock = store.lock('twice', null, null, null, null)
-  // The addon's lock and key holding are Externals that lib/ reads and ends.
+  // The addon's lock is an External, its key holding a number: lib/ wraps both.
   const { Holding } = createRequire(import.meta.url)('../lib/holding.js')
-  const key = new Holding(await native.lockBegin(lock, 'k', null, null))
+  const key = new Holding(await native.lockBegin(lock, 'k', null, null), 'k', 'twice')
   const slots = store.slots('twice', { limit: 1 })
   const slot = await slots.begin(native.owner('o', null), null, null)
   for (const holding of [key, slot]) {

@@ -228,6 +228,41 @@ function holdSuite(/** @type {string} */ kind, /** @type {() => Promise<any>} */
 
 holdSuite('embedded', async () => memory())
 
+// LOCK-09: a lease kept past its hold still answers: its fence (read in the
+// hold or not), key and lock name, that it was not lost, no time left, and
+// a signal never aborted; the same for each lease of a holdMany.
+test('LOCK-09 a lease read after its hold ended keeps what it was', async () => {
+  const store = memory()
+  const lock = store.lock('after')
+  /** @type {import('leasehold').Lease[]} */
+  const kept = []
+  const fence = await lock.hold('k', (lease) => {
+    kept.push(lease)
+    return lease.fence
+  })
+  await lock.hold('k', (lease) => {
+    kept.push(lease)
+  })
+  await lock.holdMany(['a', 'b'], (leases) => {
+    kept.push(...leases)
+  })
+  const [read, unread, a, b] = kept
+  assert.equal(read.fence, fence)
+  assert.ok(unread.fence > fence)
+  assert.ok(a.fence > unread.fence && b.fence > unread.fence)
+  assert.deepEqual(
+    kept.map((lease) => [lease.key, lease.lockName, lease.lost, lease.lossReason, lease.remaining]),
+    [
+      ['k', 'after', false, null, 0],
+      ['k', 'after', false, null, 0],
+      ['a', 'after', false, null, 0],
+      ['b', 'after', false, null, 0],
+    ],
+  )
+  for (const lease of kept) assert.equal(lease.signal.aborted, false)
+  await store.close()
+})
+
 // LOCK-09: a holding (a key's, a slot's) has one loss callback: the addon's
 // second watch of it throws INVALID_ARGUMENT rather than start a second
 // watcher, and the library itself watches once however often a function
@@ -235,10 +270,10 @@ holdSuite('embedded', async () => memory())
 test('LOCK-09 a second watch of the same holding throws INVALID_ARGUMENT', async () => {
   const native = createRequire(import.meta.url)('../lib/native.js')
   const store = native.memory()
-  // The addon's lock and key holding are Externals that lib/ reads and ends.
+  // The addon's lock is an External, its key holding a number: lib/ wraps both.
   const { Holding } = createRequire(import.meta.url)('../lib/holding.js')
   const lock = store.lock('watched', null, null, null, null)
-  const key = new Holding(await native.lockBegin(lock, 'k', null, null))
+  const key = new Holding(await native.lockBegin(lock, 'k', null, null), 'k', 'watched')
   const slots = store.slots('watched', { limit: 1 })
   const slot = await slots.begin(native.owner('o', null), null, null)
   for (const holding of [key, slot]) {
@@ -285,7 +320,10 @@ describe('hold on the server store', () => {
   test('LOCK-09 LOCK-10 LOCK-12 a revoked lease aborts lease.signal and hold rejects LOST', async () => {
     const store = await connect(server.url)
     const lock = store.lock('revoked', { ttl: '1s', maxHold: '1s' })
+    /** @type {import('leasehold').Lease | null} */
+    let seen = null
     const holding = lock.hold('k', async (lease) => {
+      seen = lease
       await once(lease.signal, 'abort')
       assert.ok(lease.signal.reason instanceof LostError)
       assert.equal(lease.signal.reason.lossReason, 'revoked')
@@ -299,6 +337,13 @@ describe('hold on the server store', () => {
       assert.equal(e.result, 'finished anyway')
       return true
     })
+    // Read after its hold ended, the lease still says it was lost, and why.
+    const lease = /** @type {import('leasehold').Lease} */ (/** @type {unknown} */ (seen))
+    assert.equal(lease.lost, true)
+    assert.equal(lease.lossReason, 'revoked')
+    assert.equal(lease.remaining, 0)
+    assert.equal(typeof lease.fence, 'bigint')
+    assert.equal(lease.key, 'k')
     await store.close()
   })
 
