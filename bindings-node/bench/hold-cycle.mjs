@@ -9,12 +9,6 @@
 // and as a Markdown table in $CARGO_TARGET_DIR/bench-node.md (which
 // `make bench-node` draws beside it: bench/plots.py).
 //
-// The Node loop turns the event loop once every 1,000 cycles (a
-// setImmediate), as a service's does between requests: Node runs the
-// finalizers of the addon's objects (a holding's External) only then, and a
-// loop of awaits that never turns it keeps every holding of the round until
-// it ends, each scavenge slower than the last (docs/benchmarks.md).
-//
 //   node bench/hold-cycle.mjs [EMBEDDED_CYCLES] [SERVER_CYCLES] [ROUNDS]
 
 import { spawn, spawnSync } from 'node:child_process'
@@ -61,9 +55,6 @@ async function startServer() {
   throw new Error('the server did not start')
 }
 
-/** One turn of the event loop. */
-const turn = () => new Promise((resolve) => setImmediate(resolve))
-
 /** Microseconds per Node hold cycle, after a warm-up of a tenth as many. */
 async function nodeCycle(
   /** @type {import('leasehold').Store} */ store,
@@ -71,15 +62,9 @@ async function nodeCycle(
 ) {
   const lock = store.lock('bench-node')
   const noop = () => {}
-  const run = async (/** @type {number} */ n) => {
-    for (let i = 0; i < n; i++) {
-      await lock.hold('k', noop)
-      if (i % 1000 === 999) await turn()
-    }
-  }
-  await run(cycles / 10)
+  for (let i = 0; i < cycles / 10; i++) await lock.hold('k', noop)
   const started = process.hrtime.bigint()
-  await run(cycles)
+  for (let i = 0; i < cycles; i++) await lock.hold('k', noop)
   return Number(process.hrtime.bigint() - started) / 1e3 / cycles
 }
 
