@@ -78,15 +78,21 @@ impl NativeHolding {
     }
 }
 
+/// The table's key of the id JS gave: none for a number no id can be (a
+/// fraction, zero or less, `NaN`), which no holding answers to.
+fn key(id: f64) -> Option<u64> {
+    (id >= 1.0 && id.fract() == 0.0).then_some(id as u64)
+}
+
 /// What `read` gives of the holding `id`, `CLOSED` once it ended.
 fn read<R>(id: f64, read: impl FnOnce(&NativeHolding) -> R) -> Result<R, Thrown> {
-    HELD.with_borrow(|table| table.holdings.get(&(id as u64)).map(read))
+    HELD.with_borrow(|table| key(id).and_then(|k| table.holdings.get(&k)).map(read))
         .ok_or_else(|| thrown(ended()))
 }
 
 /// The holding `id`, out of the table to end it; `CLOSED` once it ended.
 fn take(id: f64) -> leasehold::Result<NativeHolding> {
-    HELD.with_borrow_mut(|table| table.holdings.remove(&(id as u64)))
+    HELD.with_borrow_mut(|table| key(id).and_then(|k| table.holdings.remove(&k)))
         .ok_or_else(ended)
 }
 

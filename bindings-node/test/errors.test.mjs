@@ -153,6 +153,28 @@ test('ERR-01 a Rust panic becomes an INTERNAL error', async () => {
   )
 })
 
+// ERR-03: a holding the addon never gave (a fraction of an id, zero, a
+// negative, NaN, an id past every one) is CLOSED, never another holding.
+test('ERR-03 a made-up key holding fails CLOSED', async () => {
+  const native = createRequire(import.meta.url)('../lib/native.js')
+  const store = native.memory()
+  const lock = store.lock('made-up', null, null, null, null)
+  const held = await native.lockBegin(lock, 'k', null, null)
+  for (const id of [held + 0.5, 0, -1, NaN, held + 1e6]) {
+    assert.throws(
+      () => native.holdingLost(id),
+      (/** @type {any} */ e) => e.code === 'CLOSED',
+    )
+    assert.throws(
+      () => native.holdingEnd(id),
+      (/** @type {any} */ e) => e.code === 'CLOSED',
+    )
+  }
+  assert.equal(native.holdingLost(held), false)
+  await native.holdingEnd(held)
+  await store.close()
+})
+
 // ERR-03: the addon's holdings of a key and of a slot end twice the same
 // way, CLOSED (the library itself ends each once).
 test('ERR-03 a held key and a held slot ended twice fail CLOSED alike', async () => {
