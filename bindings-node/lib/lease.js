@@ -30,8 +30,7 @@ class Lease extends LossView {
 
   /**
    * The fence (LOCK-02): hand it to the system you write to. Asked of the
-   * addon when first read (a held function that never reads it costs no
-   * call), then kept.
+   * addon once, when first read or else just before the end (lib/holding.js).
    */
   get fence() {
     return this.#native.fence
@@ -47,7 +46,10 @@ class Lease extends LossView {
     return this.#native.lockName
   }
 
-  /** Milliseconds left before the holder's deadline (0 once lost, and once its hold ended); `null` without one. */
+  /**
+   * Milliseconds left before the holder's deadline (0 once lost, and once
+   * its hold ended); `null` without one.
+   */
   get remaining() {
     return this.#native.remaining
   }
