@@ -40,6 +40,46 @@ func TestLock19EmbeddedHoldAndFence(t *testing.T) {
 	}
 }
 
+// LOCK-09: a lease kept past its hold keeps what it was, as the core's
+// lease says once its holder ended it: the same fence, not lost, no time
+// left (where it had no deadline while held); the same for TryHold's and
+// each of HoldMany's.
+func TestLock09ALeaseReadAfterItsHoldEndedKeepsWhatItWas(t *testing.T) {
+	store := Memory()
+	defer store.Close()
+	lock, err := OpenLock(store, "after")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	ctx := context.Background()
+	var kept []*Lease
+	keep := func(_ context.Context, lease *Lease) error {
+		kept = append(kept, lease)
+		return nil
+	}
+	if err := lock.Hold(ctx, "k", keep); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := lock.TryHold(ctx, "k", keep); err != nil || !held {
+		t.Fatalf("TryHold: %v, %v", held, err)
+	}
+	err = lock.HoldMany(ctx, []string{"a", "b"}, func(_ context.Context, leases []*Lease) error {
+		kept = append(kept, leases...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lease := range kept {
+		left, ok := lease.Remaining()
+		if lease.Fence == 0 || lease.Lost() || lease.LossReason() != NotLost || left != 0 || !ok {
+			t.Fatalf("lease %d after its hold: fence %d, lost %v (%q), remaining %v (%v)",
+				i, lease.Fence, lease.Lost(), lease.LossReason(), left, ok)
+		}
+	}
+}
+
 // LOCK-01, LOCK-11: holders of one key take turns; each is released when its function returns.
 func TestLock01OneHolderAtATime(t *testing.T) {
 	store := Memory()

@@ -42,7 +42,9 @@ func (l leaseHold) end(done C.lh_done_fn, user C.uint64_t, now *C.lh_outcome) C.
 	return C.lh_holding_end_async(l.h, done, user, now)
 }
 
-// ended: after the end, the lease is gone: no time left, and lost if it was lost while held.
+// ended: the C handle is gone after the end, so the lease keeps what the
+// core's lease says once ended: no time left, and lost if it was lost
+// while held (the end's answer).
 func (leaseHold) ended(last *C.lh_lease_info, lost bool, reason C.lh_loss_reason) {
 	*last = C.lh_lease_info{has_remaining: true}
 	if lost {

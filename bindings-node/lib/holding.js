@@ -4,9 +4,10 @@
 // the getters and methods the rest of lib/ reads: a Lease's fence, key and
 // lock name, the loss a LossSignal watches, the end lib/run.js awaits. The
 // end takes the holding out of the addon's table, so what a lease answers
-// after its hold is kept here: its key and lock name (given), its fence
-// (read before the end if it was not yet), whether and why it was lost
-// (from the end's answer). Every holding lib/ makes is ended on every path
+// after its hold is kept here, as the core's lease says it once ended: its
+// key and lock name (given), its fence (read before the end if it was not
+// yet), whether and why it was lost (from the end's answer), no time left.
+// Every holding lib/ makes is ended on every path
 // (lib/run.js, and lib/run.js's `begin` for one whose call was given up);
 // one never ended would stay in the table, renewed, until its thread exits.
 

@@ -426,6 +426,31 @@ async def test_LOCK_19_closing_the_store_ends_its_leases() -> None:
             pass
 
 
+# LOCK-09: a lease kept past its hold keeps what it was, as the core's lease
+# says once its holder ended it: the same fence, not lost, no time left, and
+# never lost after, its old deadline (maxHold) passing included; the same for
+# try_hold's and each of hold_many's.
+async def test_LOCK_09_a_lease_read_after_its_hold_ended_keeps_what_it_was() -> None:
+    store = leasehold.memory()
+    lock = store.lock("py-after", ttl="1s", max_hold="1s")
+    kept: list[leasehold.Lease] = []
+    async with lock.hold("k") as lease:
+        assert lease.remaining is not None and lease.remaining > 0
+        kept.append(lease)
+    async with lock.try_hold("k") as tried:
+        assert tried is not None
+        kept.append(tried)
+    async with lock.hold_many(["a", "b"]) as leases:
+        kept.extend(leases)
+    fences = [lease.fence for lease in kept]
+    await asyncio.sleep(1.2)
+    assert [lease.fence for lease in kept] == fences
+    assert [(lease.lost, lease.loss_reason, lease.remaining) for lease in kept] == [
+        (False, None, 0.0)
+    ] * 4
+    await store.close()
+
+
 # LOCK-09: in a TaskGroup, a loss fails the child with LeaseLost, not with the
 # cancellation that stopped its block, and the group reports it.
 async def test_LOCK_09_a_loss_in_a_task_group() -> None:

@@ -640,7 +640,7 @@ impl Holding {
             }
             Some(_) => {}
         }
-        match self.lease.loss_reason() {
+        match self.lease.state.held.end() {
             Some(reason) => Err(Error::lost(reason)),
             None => Ok(()),
         }
@@ -736,6 +736,7 @@ impl Held for Holding {
 impl Drop for Holding {
     fn drop(&mut self) {
         if !self.ended {
+            self.lease.state.held.end();
             self.stop_renewing();
             self.release_later();
         }

@@ -1,6 +1,6 @@
 //! What a holder keeps of anything it holds, a key's lease or a slot: its
-//! deadline on the holder's own clock (LOCK-04) and its loss, recorded once
-//! with its reason (LOCK-09); and the public traits that code keeping
+//! deadline on the holder's own clock (LOCK-04) and how it ended, once:
+//! lost, with its reason (LOCK-09), or let go by its holder; and the public traits that code keeping
 //! either alike (each binding's one wrapper) holds them by. How a holding
 //! is renewed is in [`crate::renewal`].
 
@@ -30,13 +30,16 @@ pub(crate) struct HeldState {
     /// Cancelled at the loss; made on first use, so that a holding nobody
     /// waits on the loss of costs no token (a million held leases).
     lost: OnceLock<CancellationToken>,
-    /// [`HeldState::NOT_LOST`], or the loss's [`LossReason::code`] + 1.
+    /// [`HeldState::NOT_LOST`], [`HeldState::ENDED`], or the loss's
+    /// [`LossReason::code`] + 1: whichever came first stays.
     reason: AtomicU8,
 }
 
 impl HeldState {
-    /// The value of `reason` before the loss.
+    /// The value of `reason` while held.
     const NOT_LOST: u8 = 0;
+    /// The value of `reason` once its holder ended it, not lost.
+    const ENDED: u8 = u8::MAX;
 
     /// A holding kept by `clock`, with its own `deadline` (and the reason of
     /// a loss at it) and its group's.
@@ -59,7 +62,8 @@ impl HeldState {
         &self.clock
     }
 
-    /// Records the loss; only the first reason counts (a loss is delivered once).
+    /// Records the loss; only the first reason counts (a loss is delivered
+    /// once), and none once the holder ended it.
     pub(crate) fn mark_lost(&self, reason: LossReason) {
         let first = self.reason.compare_exchange(
             Self::NOT_LOST,
@@ -75,6 +79,29 @@ impl HeldState {
                 token.cancel();
             }
         }
+    }
+
+    /// Records that the holder ended it, unless it was lost first (a
+    /// deadline that has come is a loss, as [`HeldState::reason`] says):
+    /// the loss, if so. From now on it has no time left, and no loss comes.
+    pub(crate) fn end(&self) -> Option<LossReason> {
+        if let Some(reason) = self.reason() {
+            return Some(reason);
+        }
+        match self.reason.compare_exchange(
+            Self::NOT_LOST,
+            Self::ENDED,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => None,
+            Err(_) => self.recorded(),
+        }
+    }
+
+    /// Whether its holder ended it, not lost.
+    fn ended(&self) -> bool {
+        self.reason.load(Ordering::Acquire) == Self::ENDED
     }
 
     /// The token cancelled at the loss, made now if nobody asked before.
@@ -106,9 +133,13 @@ impl HeldState {
     /// come is a loss even before its renewal loop ran (a loop starved, or a
     /// process just resumed from SIGSTOP): it is recorded here, so that no
     /// one who asks acts as the holder past the deadline (LOCK-04).
+    /// Once ended, it is never lost.
     pub(crate) fn reason(&self) -> Option<LossReason> {
         if let Some(reason) = self.recorded() {
             return Some(reason);
+        }
+        if self.ended() {
+            return None;
         }
         let (at, why) = self.due()?;
         if at > self.clock.now() {
@@ -121,7 +152,7 @@ impl HeldState {
     /// The loss recorded, if any.
     fn recorded(&self) -> Option<LossReason> {
         match self.reason.load(Ordering::Acquire) {
-            Self::NOT_LOST => None,
+            Self::NOT_LOST | Self::ENDED => None,
             code => LossReason::from_code(code - 1),
         }
     }
@@ -132,10 +163,10 @@ impl HeldState {
     }
 
     /// Whether the holding is lost at `now`, as [`HeldState::reason`] says,
-    /// without taking a lock while its own deadline is ahead: the check an
-    /// ID generator makes on every ID it issues.
+    /// or ended, without taking a lock while its own deadline is ahead: the
+    /// check an ID generator makes on every ID it issues.
     pub(crate) fn lost_at(&self, now: Instant) -> bool {
-        if self.recorded().is_some() {
+        if self.reason.load(Ordering::Acquire) != Self::NOT_LOST {
             return true;
         }
         if self.group.is_none() && self.deadline.at().is_none_or(|own| now < own) {
@@ -161,9 +192,10 @@ impl HeldState {
         self.due().map(|(at, _)| at)
     }
 
-    /// The time left before the deadline, zero once lost; `None` without a deadline.
+    /// The time left before the deadline, zero once lost or ended; `None`
+    /// without a deadline while held.
     pub(crate) fn remaining(&self) -> Option<Duration> {
-        if self.reason().is_some() {
+        if self.ended() || self.reason().is_some() {
             return Some(Duration::ZERO);
         }
         Some(self.deadline()?.saturating_since(self.clock.now()))
@@ -174,7 +206,8 @@ impl HeldState {
 /// or a slot's [`HeldSlot`](crate::slots::HeldSlot): whether and why it was
 /// lost, and the signal of its loss.
 pub trait HeldView: Clone + Send + Sync + 'static {
-    /// Why it was lost, once it was; once lost, it stays lost.
+    /// Why it was lost, once it was; once lost, it stays lost, and once
+    /// ended by its holder without a loss, it is never lost.
     fn loss_reason(&self) -> Option<LossReason>;
 
     /// Completes when it is lost.
@@ -216,5 +249,31 @@ mod tests {
         let never_waited = HeldState::new(Clock::monotonic(), None, None);
         never_waited.mark_lost(LossReason::Closed);
         assert!(never_waited.lost_token().is_cancelled());
+    }
+
+    // LOCK-09: whichever comes first of a loss and the holder's end stays:
+    // an end after a loss answers it; a loss after the end is not recorded,
+    // nor is the deadline passing, and nothing is left to issue by.
+    #[test]
+    fn lock_09_a_loss_and_the_end_whichever_comes_first_stays() {
+        let clock = crate::clock::VirtualClock::new();
+        let at = clock.now() + Duration::from_secs(5);
+        let ended = HeldState::new(clock.clone().into(), Some((at, LossReason::Expired)), None);
+        assert_eq!(ended.remaining(), Some(Duration::from_secs(5)));
+        assert_eq!(ended.end(), None);
+        ended.mark_lost(LossReason::Revoked);
+        clock.jump(Duration::from_secs(6));
+        assert_eq!(ended.reason(), None);
+        assert_eq!(ended.remaining(), Some(Duration::ZERO));
+        assert!(ended.lost_at(clock.now()));
+
+        let lost = HeldState::new(clock.clone().into(), None, None);
+        lost.mark_lost(LossReason::Revoked);
+        assert_eq!(lost.end(), Some(LossReason::Revoked));
+        assert_eq!(lost.reason(), Some(LossReason::Revoked));
+
+        let past = clock.now() - Duration::from_secs(1);
+        let overdue = HeldState::new(clock.into(), Some((past, LossReason::Expired)), None);
+        assert_eq!(overdue.end(), Some(LossReason::Expired));
     }
 }

@@ -80,7 +80,8 @@ impl Lease {
         &self.state.name.key
     }
 
-    /// Whether the lease was lost (LOCK-09). Once true, it stays true.
+    /// Whether the lease was lost (LOCK-09). Once true, it stays true; a
+    /// lease whose hold ended without a loss stays not lost.
     pub fn lost(&self) -> bool {
         self.state.held.reason().is_some()
     }
@@ -101,8 +102,9 @@ impl Lease {
         self.state.held.lost_token()
     }
 
-    /// The time left before the holder's deadline, zero once lost; `None`
-    /// when the lease has no deadline (an embedded lease without maxHold).
+    /// The time left before the holder's deadline, zero once lost and once
+    /// its hold ended; `None` while held without a deadline (an embedded
+    /// lease without maxHold).
     pub fn remaining(&self) -> Option<Duration> {
         self.state.held.remaining()
     }

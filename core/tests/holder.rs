@@ -184,6 +184,44 @@ async fn lock_05_lost_lease_is_not_renewed_and_rehold_is_new() {
     again.end().await.unwrap();
 }
 
+// LOCK-09: a lease read after its hold ended keeps what it was: one ended
+// without a loss has no time left and is never lost after, however long it
+// is kept (its old deadline passing included); one lost keeps its reason,
+// and so does one whose loss the end itself found.
+#[tokio::test]
+async fn lock_09_a_lease_read_after_its_hold_ended_keeps_what_it_was() {
+    let (clock, store) = virtual_store(true);
+    let lock = store.lock("l").ttl(S(3)).open().unwrap();
+    let ended = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let lease = ended.lease().clone();
+    assert!(lease.remaining().unwrap() > Duration::ZERO);
+    ended.end().await.unwrap();
+    assert_eq!(lease.remaining(), Some(Duration::ZERO));
+    clock.jump(S(5));
+    settle().await;
+    assert!(!lease.lost());
+    assert_eq!(lease.loss_reason(), None);
+    assert_eq!(lease.remaining(), Some(Duration::ZERO));
+
+    // Lost at the holder's deadline before the end: the end answers the loss.
+    let late = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let lease = late.lease().clone();
+    clock.jump(S(5));
+    assert_eq!(late.end().await.unwrap_err().kind(), ErrorKind::Lost);
+    assert_eq!(lease.loss_reason(), Some(LossReason::Expired));
+    assert_eq!(lease.remaining(), Some(Duration::ZERO));
+
+    // Dropped without its end: let go, never lost.
+    let (_, embedded) = virtual_store(false);
+    let lock = embedded.lock("l").ttl(S(1)).max_hold(S(2)).open().unwrap();
+    let dropped = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let lease = dropped.lease().clone();
+    assert_eq!(lease.remaining(), Some(S(2)));
+    drop(dropped);
+    assert_eq!(lease.remaining(), Some(Duration::ZERO));
+    assert!(!lease.lost());
+}
+
 // LOCK-09, LOCK-10: loss reaches the running function at once, and hold fails Lost even though
 // the function succeeded; the function's own error stays reachable.
 #[tokio::test]

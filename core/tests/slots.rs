@@ -202,6 +202,26 @@ async fn a_held_slot_whose_renewal_answers_nothing_is_lost() {
     assert!(std::error::Error::source(&err).is_some());
 }
 
+// A held slot read after its holding ended keeps what it was: no time
+// left, and never lost after, its old deadline passing included.
+#[tokio::test]
+async fn a_held_slot_read_after_its_holding_ended_keeps_what_it_was() {
+    let (clock, store) = store();
+    let ids = store.slots("ids").limit(1).ttl(S(10)).open().unwrap();
+    let holding = ids
+        .begin(&Owner::new("a").unwrap(), None)
+        .await
+        .unwrap()
+        .unwrap();
+    let held = holding.held().clone();
+    assert!(held.remaining() > Duration::ZERO);
+    holding.end().await.unwrap();
+    assert_eq!(held.remaining(), Duration::ZERO);
+    clock.jump(S(11));
+    assert!(!held.lost());
+    assert_eq!(held.loss_reason(), None);
+}
+
 // SLOT-01: holding when every slot is held runs nothing.
 #[tokio::test]
 async fn slot_01_hold_when_exhausted_runs_nothing() {

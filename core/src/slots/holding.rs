@@ -197,7 +197,8 @@ impl HeldSlot {
         &self.shared
     }
 
-    /// Whether the slot was lost. Once true, it stays true.
+    /// Whether the slot was lost. Once true, it stays true; a slot whose
+    /// holding ended without a loss stays not lost.
     pub fn lost(&self) -> bool {
         self.shared.held.reason().is_some()
     }
@@ -217,7 +218,8 @@ impl HeldSlot {
         self.shared.held.lost_token()
     }
 
-    /// The time left before the holder's deadline; zero once lost.
+    /// The time left before the holder's deadline; zero once lost and once
+    /// its holding ended.
     pub fn remaining(&self) -> Duration {
         self.shared.held.remaining().unwrap_or_default()
     }
@@ -309,7 +311,7 @@ impl SlotHolding {
         if let Ok(false) = self.slots.release(&lease, last_issued).await {
             self.held.shared.held.mark_lost(LossReason::Unknown);
         }
-        match self.held.loss_reason() {
+        match self.held.shared.held.end() {
             Some(reason) => Err(Error::lost(reason)),
             None => Ok(()),
         }
@@ -341,6 +343,7 @@ impl Held for SlotHolding {
 impl Drop for SlotHolding {
     fn drop(&mut self) {
         if !self.ended {
+            self.held.shared.held.end();
             self.done.cancel();
             self.slots.store().inner().forget_close(self.close_id);
             let slots = self.slots.clone();

@@ -122,9 +122,9 @@ class Lock internal constructor(
 /**
  * A held key in the native library (`natives/holds.rs`): the lease's
  * reads, its loss, its end. The handle is freed on the thread that ends
- * the hold, as soon as no read is in flight (no cleaner, no other thread);
- * a read after the end answers what the lease was when it ended (its
- * remaining time still counting down).
+ * the hold, once its end answered and no read is in flight (no cleaner, no
+ * other thread); a read after the end answers what the core's lease said
+ * then (no time left; lost, and why, if it was lost while held).
  */
 internal class Holding(
     private val handle: Long,
@@ -144,7 +144,7 @@ internal class Holding(
     val lossReason: String? get() = read({ Natives.lossReason(it) }) { it.lossReason }
 
     /** Nanoseconds before the holder's deadline, or -1 without one. */
-    val remaining: Long get() = read({ Natives.remaining(it) }) { it.remaining() }
+    val remaining: Long get() = read({ Natives.remaining(it) }) { it.remaining }
 
     override suspend fun lostSignal(): String {
         val call = NativeCall()
@@ -155,18 +155,16 @@ internal class Holding(
     /** Releases the key (LOCK-11); a release that waits runs on to its end even if the caller is cancelled. */
     override suspend fun end() {
         val call = NativeCall()
-        val done =
-            try {
-                Natives.end(handle, call) != Natives.PENDING
-            } finally {
-                markEnded()
-            }
-        if (!done) withContext(NonCancellable) { call.await() }
+        try {
+            if (Natives.end(handle, call) == Natives.PENDING) withContext(NonCancellable) { call.await() }
+        } finally {
+            markEnded()
+        }
     }
 
-    /** Keeps what the lease was at its end, and gives up the hold's use of the handle. */
+    /** Keeps what the lease says once its end answered, and gives up the hold's use of the handle. */
     private fun markEnded() {
-        ended = Ended(Natives.fence(handle), Natives.lossReason(handle), Natives.remaining(handle), System.nanoTime())
+        ended = Ended(Natives.fence(handle), Natives.lossReason(handle), Natives.remaining(handle))
         unpin()
     }
 
@@ -249,25 +247,21 @@ internal class Holding(
          */
         suspend fun endAll(holdings: List<Holding>) {
             val call = NativeCall()
-            val done =
-                try {
-                    Natives.endAll(LongArray(holdings.size) { holdings[it].handle }, call) != Natives.PENDING
-                } finally {
-                    holdings.forEach { it.markEnded() }
-                }
-            if (!done) withContext(NonCancellable) { call.await() }
+            try {
+                val handles = LongArray(holdings.size) { holdings[it].handle }
+                if (Natives.endAll(handles, call) == Natives.PENDING) withContext(NonCancellable) { call.await() }
+            } finally {
+                holdings.forEach { it.markEnded() }
+            }
         }
     }
 
-    /** What a lease was when its hold ended. */
+    /** What a lease said once its hold's end answered. */
     private class Ended(
         val fence: Long,
         val lossReason: String?,
-        private val remainingAtEnd: Long,
-        private val at: Long,
-    ) {
-        fun remaining(): Long = if (remainingAtEnd < 0) -1 else maxOf(0, remainingAtEnd - (System.nanoTime() - at))
-    }
+        val remaining: Long,
+    )
 }
 
 /** The holdings of one [Lock.holdMany], in the order of its keys: lost when any is lost, ended together. */

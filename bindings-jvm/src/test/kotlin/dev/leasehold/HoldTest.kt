@@ -284,6 +284,35 @@ class HoldTest {
             }
         }
 
+    // LOCK-09: a lease kept past its hold keeps what it was, as the core's
+    // lease says once its end answered: the same fence, not lost, no time
+    // left (where it had no deadline while held); the same for tryHold's and
+    // each of holdMany's.
+    @Test
+    fun `LOCK-09 a lease read after its hold ended keeps what it was`() =
+        runBlocking<Unit> {
+            val store = Leasehold.memory()
+            try {
+                val lock = store.lock("jvm-after", ttl = 1.seconds)
+                val kept = mutableListOf<Lease>()
+                lock.hold("k") { lease ->
+                    assertNull(lease.remaining, "an embedded lease without maxHold has no deadline")
+                    kept += lease
+                }
+                assertTrue(lock.tryHold("k") { lease -> kept += lease } != null)
+                lock.holdMany(listOf("a", "b")) { leases -> kept += leases }
+                val fences = kept.map { it.fence }
+                delay(100.milliseconds)
+                assertEquals(fences, kept.map { it.fence })
+                assertEquals(
+                    List(4) { Triple(false, null, kotlin.time.Duration.ZERO) },
+                    kept.map { Triple(it.lost, it.lossReason, it.remaining) },
+                )
+            } finally {
+                store.close()
+            }
+        }
+
     // LOCK-19, LOCK-11: on the embedded store a key needs no renewal; closing
     // the store ends its leases and fails its waiters Closed.
     @Test
