@@ -29,6 +29,11 @@ impl PyHolding {
             lease: PyOnceLock::new(),
         }
     }
+
+    /// Whether the lease was lost.
+    pub(crate) fn lost(&self) -> bool {
+        self.kept.view().lost()
+    }
 }
 
 #[pymethods]
@@ -74,7 +79,7 @@ impl PyHolding {
     /// releases run on their own: cancelling the awaiting task does not stop
     /// them (LOCK-11).
     #[staticmethod]
-    fn end_all<'py>(
+    pub(crate) fn end_all<'py>(
         py: Python<'py>,
         holdings: Vec<Bound<'py, PyHolding>>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -84,7 +89,10 @@ impl PyHolding {
 
     /// [`PyHolding::end_all`] for code without an event loop: waits without the GIL.
     #[staticmethod]
-    fn end_all_blocking(py: Python<'_>, holdings: Vec<Bound<'_, PyHolding>>) -> PyResult<()> {
+    pub(crate) fn end_all_blocking(
+        py: Python<'_>,
+        holdings: Vec<Bound<'_, PyHolding>>,
+    ) -> PyResult<()> {
         let (taken, _) = take_all(py, &holdings)?;
         runtime::wait_run_on(py, Holding::end_all(taken))
     }

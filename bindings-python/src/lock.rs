@@ -94,7 +94,7 @@ impl PyLock {
     /// none: a key that cannot be had fails the call and every lease taken
     /// is released. Cancelling the awaiting task leaves every line.
     #[pyo3(signature = (keys, wait=None))]
-    fn begin_many<'py>(
+    pub(crate) fn begin_many<'py>(
         &self,
         py: Python<'py>,
         keys: &Bound<'py, PyAny>,
@@ -116,7 +116,7 @@ impl PyLock {
 
     /// Holds `key` if it is free, without waiting (LOCK-17): an awaitable
     /// of a `Holding`, or of `None` when the key is held.
-    fn try_begin<'py>(
+    pub(crate) fn try_begin<'py>(
         &self,
         py: Python<'py>,
         key: &Bound<'py, PyAny>,
@@ -151,7 +151,7 @@ impl PyLock {
     /// [`PyLock::begin_many`] for code without an event loop: waits without
     /// the GIL; Ctrl-C leaves every line.
     #[pyo3(signature = (keys, wait=None))]
-    fn begin_many_blocking(
+    pub(crate) fn begin_many_blocking(
         &self,
         py: Python<'_>,
         keys: &Bound<'_, PyAny>,
@@ -167,7 +167,7 @@ impl PyLock {
     }
 
     /// [`PyLock::try_begin`] for code without an event loop.
-    fn try_begin_blocking(
+    pub(crate) fn try_begin_blocking(
         &self,
         py: Python<'_>,
         key: &Bound<'_, PyAny>,

@@ -113,13 +113,18 @@ impl PySlotHolding {
             kept: Kept::new(holding, runtime),
         }
     }
+
+    /// Whether the slot was lost.
+    pub(crate) fn lost(&self) -> bool {
+        self.kept.view().lost()
+    }
 }
 
 #[pymethods]
 impl PySlotHolding {
     /// The held slot, for the block.
     #[getter]
-    fn held(&self) -> PyHeldSlot {
+    pub(crate) fn held(&self) -> PyHeldSlot {
         PyHeldSlot {
             held: self.kept.view().clone(),
         }
@@ -130,7 +135,7 @@ impl PySlotHolding {
     /// holding fails `InvalidArgument` (LOCK-09). `event_loop`, the running
     /// loop when the caller has it (its task's), spares its lookup.
     #[pyo3(signature = (callback, event_loop = None))]
-    fn watch_loss(
+    pub(crate) fn watch_loss(
         &self,
         py: Python<'_>,
         callback: Py<PyAny>,
@@ -143,7 +148,7 @@ impl PySlotHolding {
     /// issued; the awaitable fails `LeaseLost` if the slot was lost while
     /// held, `Closed` if the hold ended already. The release runs on its
     /// own: cancelling the awaiting task does not stop it.
-    fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.kept.end(py)
     }
 }

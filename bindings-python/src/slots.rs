@@ -260,7 +260,7 @@ impl PySlots {
     /// every slot is held (SLOT-01). Cancelling the awaiting task drops the
     /// call, as for `acquire`.
     #[pyo3(signature = (owner, preferred=None))]
-    fn begin<'py>(
+    pub(crate) fn begin<'py>(
         &self,
         py: Python<'py>,
         owner: &Bound<'py, PyAny>,

@@ -345,7 +345,9 @@ class World:
         if got.startswith("error"):
             del self.holders[name]
 
-    def start_hold(self, name: str, cm: leasehold.Hold | leasehold.TryHold) -> KeyHolder:
+    def start_hold(
+        self, name: str, cm: leasehold.Hold[leasehold.Lease] | leasehold.TryHold
+    ) -> KeyHolder:
         h = KeyHolder()
 
         async def run() -> None:

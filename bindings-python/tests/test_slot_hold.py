@@ -267,3 +267,16 @@ async def test_ERR_03_a_slot_hold_on_a_closed_store() -> None:
     with pytest.raises(leasehold.Closed):
         async with slots.hold(leasehold.Owner("svc")):
             pytest.fail("held a slot of a closed store")
+
+
+# ERR-03: a slot's hold has no blocking form: `with slots.hold(...)` raises
+# InvalidArgument before it asks for anything.
+def test_ERR_03_a_slot_hold_has_no_with_form() -> None:
+    store = leasehold.memory()
+    slots = store.slots("ids", limit=1)
+    with (
+        pytest.raises(leasehold.InvalidArgument, match="async with"),
+        slots.hold(leasehold.Owner("svc")),
+    ):
+        pytest.fail("held a slot without an event loop")
+    store.close_blocking()

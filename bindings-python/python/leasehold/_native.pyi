@@ -4,9 +4,11 @@ public names instead; these are the types its wrappers build on."""
 import asyncio
 from collections.abc import Awaitable, Callable, Generator, Iterable
 from types import TracebackType
-from typing import Any, ClassVar, final
+from typing import Any, ClassVar, Generic, TypeVar, final
 
 from ._types import Duration
+
+_T = TypeVar("_T")
 
 __all__ = [
     "SLOT_DEFAULT_LIMIT",
@@ -295,30 +297,42 @@ class IdGenerator:
         ``next()`` in Rust, and how many answered ``NotReady``."""
 
 @final
-class Hold:
-    """``lock.hold(key, wait=...)``: waits in line for the key, holds it while
-    the block runs, and gives the block its :class:`Lease`. Entered once,
-    with ``async with`` or, without an event loop, ``with``."""
+class Hold(Generic[_T]):
+    """``lock.hold(key, wait=...)``, ``lock.try_hold(key)``,
+    ``lock.hold_many(keys, wait=...)`` and ``slots.hold(owner, preferred)``:
+    holds what it asks for while the block runs and gives the block its
+    :class:`Lease` (a list of them; a :class:`HeldSlot`; ``None`` when
+    nothing was free). Entered once, with ``async with`` or, for keys
+    without an event loop, ``with``."""
 
-    def __new__(cls, lock: Lock, key: str, wait: Duration | None = None) -> Hold: ...
-    def __aenter__(self) -> Awaitable[Lease]: ...
+    def __new__(cls, lock: Lock, key: str, wait: Duration | None = None) -> Hold[Lease]: ...
+    @staticmethod
+    def try_hold(lock: Lock, key: str) -> Hold[Lease | None]: ...
+    @staticmethod
+    def hold_many(
+        lock: Lock, keys: Iterable[str], wait: Duration | None = None
+    ) -> Hold[list[Lease]]: ...
+    @staticmethod
+    def slot(slots: Slots, owner: Owner, preferred: int | None = None) -> Hold[HeldSlot | None]: ...
+    def __class_getitem__(cls, item: Any) -> Any: ...
+    def __aenter__(self) -> Awaitable[_T]: ...
     def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> Awaitable[None]: ...
-    def __enter__(self) -> Lease: ...
+    def __enter__(self) -> _T: ...
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None: ...
-    def _admit(self, holding: Holding) -> Awaitable[Lease]:
-        """The block's lease once ``holding`` is granted, its loss watched."""
+    def _admit(self, got: object) -> Awaitable[_T]:
+        """What the block gets once the begin answered ``got``, its loss watched."""
     def _on_lost(self, _lost: bool) -> None:
-        """Cancels the block's task, once, at the lease's loss."""
+        """Cancels the block's task, once, at a loss."""
 
 @final
 class Holding:

@@ -4,46 +4,26 @@ owner at a time, to derive a node number for an ID generator; and
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from . import _native
-from ._hold import Watched
 from ._native import HeldSlot, Owner, SlotLease
 
 __all__ = ["HeldSlot", "Owner", "SlotHold", "SlotLease", "Slots"]
 
 
-class SlotHold(Watched[_native.SlotHolding]):
-    """``slots.hold(owner, preferred=None)``: acquires a slot as
-    :meth:`Slots.acquire` does and holds it while the block runs, renewed in
-    the background every ttl/3; the block gets its
-    :class:`~leasehold.HeldSlot`, or ``None`` when every slot is held.
-
-    A lost slot (a renewal that answers nothing, or none confirmed by the
-    holder's deadline) cancels the block at its next await and the ``async
-    with`` raises :class:`~leasehold.LeaseLost`, even if the block succeeded;
-    the block's own exception is its ``__cause__``. A cancellation from
-    outside stays ``CancelledError``. The slot is released on every exit,
-    with the largest timestamp recorded by ``held.issued(ms)`` (SLOT-05).
-    """
-
-    __slots__ = ("_owner", "_preferred", "_slots")
-
-    _FORM = "slots.hold(...)"
-    _LOST = "leasehold: the slot was lost"
-
-    def __init__(self, slots: _native.Slots, owner: Owner, preferred: int | None) -> None:
-        super().__init__()
-        self._slots = slots
-        self._owner = owner
-        self._preferred = preferred
-
-    async def __aenter__(self) -> HeldSlot | None:
-        task = self._enter()
-        holding = await self._slots.begin(self._owner, self._preferred)
-        if holding is None:
-            return None
-        self._holding = holding
-        holding.watch_loss(self._on_lost, task.get_loop())
-        return holding.held
+#: ``slots.hold(owner, preferred=None)``: acquires a slot as
+#: :meth:`Slots.acquire` does and holds it while the block runs, renewed in
+#: the background every ttl/3; the block gets its :class:`~leasehold.HeldSlot`,
+#: or ``None`` when every slot is held. A lost slot (a renewal that answers
+#: nothing, or none confirmed by the holder's deadline) cancels the block at
+#: its next await and the ``async with`` raises :class:`~leasehold.LeaseLost`,
+#: even if the block succeeded; the block's own exception is its
+#: ``__cause__``. A cancellation from outside stays ``CancelledError``. The
+#: slot is released on every exit, with the largest timestamp recorded by
+#: ``held.issued(ms)`` (SLOT-05). It is a :class:`~leasehold.Hold`, with the
+#: rules of every hold (``leasehold._hold``); asyncio only.
+SlotHold: TypeAlias = _native.Hold[HeldSlot | None]
 
 
 class Slots:
@@ -103,7 +83,7 @@ class Slots:
         """``async with slots.hold(owner) as held:`` holds a slot for
         ``owner`` while the block runs, renewed in the background; ``held``
         is ``None`` when every slot is held (see :class:`SlotHold`)."""
-        return SlotHold(self._native, owner, preferred)
+        return _native.Hold.slot(self._native, owner, preferred)
 
     async def renew(self, lease: SlotLease) -> SlotLease | None:
         """``lease`` renewed for the namespace's ttl, with the same fence

@@ -91,7 +91,7 @@ class Lock:
         """Seconds before the store's expiry at which the holder declares its lease lost."""
         return self._native.margin
 
-    def hold(self, key: str, *, wait: Duration | None = None) -> Hold:
+    def hold(self, key: str, *, wait: Duration | None = None) -> Hold[_native.Lease]:
         """Waits in line for ``key`` (at most ``wait``, else the lock's own
         bound; past it, ``WaitTimeout``) and holds it while the block runs."""
         return Hold(self._native, key, wait)
@@ -104,11 +104,11 @@ class Lock:
         (``WaitTimeout``, cancellation), every lease taken is released and
         every line left; a key named twice raises ``InvalidArgument``. The loss
         of any one lease cancels the block, and the hold raises ``LeaseLost``."""
-        return HoldMany(self._native, keys, wait)
+        return Hold.hold_many(self._native, keys, wait)
 
     def try_hold(self, key: str) -> TryHold:
         """Holds ``key`` while the block runs if it is free now; never waits."""
-        return TryHold(self._native, key)
+        return Hold.try_hold(self._native, key)
 
     def __repr__(self) -> str:
         return f"Lock(name={self.name!r}, ttl={self.ttl})"
