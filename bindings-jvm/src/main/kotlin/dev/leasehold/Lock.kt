@@ -174,30 +174,8 @@ internal class Holding(
      * still pending when [block] ends is cleared; the hold's end then fails
      * `Lost`.
      */
-    fun <T> interruptingOnLoss(block: () -> T): T {
-        val thread = Thread.currentThread()
-        val guard = Any()
-        var done = false
-        var interrupted = false
-        val interrupt = {
-            synchronized(guard) {
-                if (!done) {
-                    interrupted = true
-                    thread.interrupt()
-                }
-            }
-        }
-        val call = NativeCall()
-        val lostAlready = read({ Natives.lostSignal(it, call) }) { it.lossReason } != null
-        if (lostAlready) interrupt() else call.whenAnswered(interrupt)
-        try {
-            return block()
-        } finally {
-            call.cancel()
-            synchronized(guard) { done = true }
-            if (interrupted) Thread.interrupted()
-        }
-    }
+    fun <T> interruptingOnLoss(block: () -> T): T =
+        interruptingOn({ call -> read({ Natives.lostSignal(it, call) }) { it.lossReason } != null }, block)
 
     private inline fun <T> read(
         live: (Long) -> T,
@@ -228,16 +206,65 @@ internal class Holding(
     companion object {
         /** The loss reason of the first of [holdings] to be lost (LOCK-09); a hold that ended is not watched. */
         suspend fun anyLost(holdings: List<Holding>): String {
-            val used = holdings.filter { it.pin() }
-            if (used.isEmpty()) awaitCancellation()
             val call = NativeCall()
-            val reason =
-                try {
-                    Natives.anyLostSignal(LongArray(used.size) { used[it].handle }, call)
-                } finally {
-                    used.forEach { it.unpin() }
+            return watchAny(holdings, call) ?: call.await() as String
+        }
+
+        /** [interruptingOnLoss] for the holdings of one holdMany: the loss of any interrupts. */
+        fun <T> interruptingOnAnyLoss(
+            holdings: List<Holding>,
+            block: () -> T,
+        ): T = interruptingOn({ call -> watchAny(holdings, call) != null }, block)
+
+        /**
+         * Answers [call] with the loss reason of the first of [holdings] to be
+         * lost, or returns it if one was lost already; a hold that ended is
+         * not watched (none left: no answer comes).
+         */
+        private fun watchAny(
+            holdings: List<Holding>,
+            call: NativeCall,
+        ): String? {
+            val used = holdings.filter { it.pin() }
+            if (used.isEmpty()) return null
+            try {
+                return Natives.anyLostSignal(LongArray(used.size) { used[it].handle }, call)
+            } finally {
+                used.forEach { it.unpin() }
+            }
+        }
+
+        /**
+         * Runs [block] on this thread, interrupting the thread once the call
+         * [watch] registers is answered (a loss), or at once if [watch] says
+         * one came already. An interrupt of ours still pending when [block]
+         * ends is cleared.
+         */
+        private fun <T> interruptingOn(
+            watch: (NativeCall) -> Boolean,
+            block: () -> T,
+        ): T {
+            val thread = Thread.currentThread()
+            val guard = Any()
+            var done = false
+            var interrupted = false
+            val interrupt = {
+                synchronized(guard) {
+                    if (!done) {
+                        interrupted = true
+                        thread.interrupt()
+                    }
                 }
-            return reason ?: call.await() as String
+            }
+            val call = NativeCall()
+            if (watch(call)) interrupt() else call.whenAnswered(interrupt)
+            try {
+                return block()
+            } finally {
+                call.cancel()
+                synchronized(guard) { done = true }
+                if (interrupted) Thread.interrupted()
+            }
         }
 
         /**

@@ -7,6 +7,7 @@ import java.util.Optional
 import java.util.concurrent.CompletableFuture
 import java.util.concurrent.CompletionStage
 import java.util.function.Function
+import dev.leasehold.Holding
 import dev.leasehold.Lease as KotlinLease
 import dev.leasehold.Lock as KotlinLock
 
@@ -100,6 +101,37 @@ class Lock internal constructor(
         key: String,
         fn: Function<Lease, T>,
     ): T = holdBlocking(key, null, fn)
+
+    /**
+     * Holds every key of [keys] while [fn] runs on the calling thread, which
+     * blocks: waits in line for them all at once (at most [wait] if given,
+     * else the lock's own), calls [fn] with their leases in the order of
+     * [keys], releases them all at once (LOCK-22) and returns what [fn]
+     * returned. All or none, as [holdMany]. A lost lease, any of them,
+     * interrupts the calling thread while [fn] runs (LOCK-09);
+     * `holdManyBlocking` then throws `dev.leasehold.LeaseLost`, with the
+     * exception [fn] threw, if it threw one, as its cause (LOCK-10), and the
+     * interrupt cleared. Interrupting the calling thread while it waits in
+     * line leaves every line (LOCK-18) and throws `InterruptedException`.
+     */
+    @Throws(InterruptedException::class)
+    fun <T> holdManyBlocking(
+        keys: List<String>,
+        wait: Duration?,
+        fn: Function<List<Lease>, T>,
+    ): T =
+        runBlocking {
+            lock.holdMany(keys, wait.toOptionalKotlin()) { leases ->
+                Holding.interruptingOnAnyLoss(leases.map { it.holding }) { fn.apply(leases.map(::Lease)) }
+            }
+        }
+
+    /** As [holdManyBlocking] with the lock's own bound on waiting. */
+    @Throws(InterruptedException::class)
+    fun <T> holdManyBlocking(
+        keys: List<String>,
+        fn: Function<List<Lease>, T>,
+    ): T = holdManyBlocking(keys, null, fn)
 
     /**
      * Holds [key] while [fn] runs on the calling thread, as [holdBlocking]

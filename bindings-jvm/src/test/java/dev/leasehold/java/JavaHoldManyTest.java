@@ -179,6 +179,52 @@ class JavaHoldManyTest {
                 });
     }
 
+    // LOCK-22, LOCK-09, LOCK-10: holdManyBlocking runs the function on the
+    // calling thread with the leases in order and returns its value; the
+    // loss of the leases (revoked at their maxHold) interrupts it, and
+    // holdManyBlocking throws LeaseLost with the function's own failure as
+    // its cause, the thread's interrupt cleared.
+    @Test
+    void holdManyBlockingRunsOnTheCallingThreadAndALossInterruptsIt() throws Exception {
+        onEveryStore(
+                (a, b, many) -> {
+                    Lock lock =
+                            a.lock(
+                                    lockName(),
+                                    LockOptions.defaults().withTtl(Duration.ofSeconds(1)).withMaxHold(Duration.ofMillis(1200)));
+                    Thread caller = Thread.currentThread();
+                    List<String> keys = keys(many);
+                    List<String> held =
+                            lock.holdManyBlocking(
+                                    keys,
+                                    leases -> {
+                                        assertSame(caller, Thread.currentThread());
+                                        return leases.stream().map(Lease::key).toList();
+                                    });
+                    assertEquals(keys, held);
+                    long started = System.nanoTime();
+                    LeaseLost lost =
+                            assertThrows(
+                                    LeaseLost.class,
+                                    () ->
+                                            lock.holdManyBlocking(
+                                                    keys(5),
+                                                    leases -> {
+                                                        try {
+                                                            Thread.sleep(20_000);
+                                                            return "slept";
+                                                        } catch (InterruptedException e) {
+                                                            throw new IllegalStateException("interrupted by the loss", e);
+                                                        }
+                                                    }));
+                    assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(15), "the loss did not interrupt the sleep");
+                    assertEquals("revoked", lost.getLossReason());
+                    assertInstanceOf(IllegalStateException.class, lost.getCause());
+                    assertInstanceOf(InterruptedException.class, lost.getCause().getCause());
+                    assertTrue(!Thread.currentThread().isInterrupted(), "the interrupt was left set");
+                });
+    }
+
     // LOCK-22, LOCK-18: cancelling holdMany's future while it waits in line
     // for one key leaves every line: once that key's holder ends, nobody is
     // granted it, and the keys granted meanwhile are let go.
