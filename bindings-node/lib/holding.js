@@ -7,9 +7,9 @@
 // after its hold is kept here, as the core's lease says it once ended: its
 // key and lock name (given), its fence (read before the end if it was not
 // yet), whether and why it was lost (from the end's answer), no time left.
-// Every holding lib/ makes is ended on every path
-// (lib/run.js, and lib/run.js's `begin` for one whose call was given up);
-// one never ended would stay in the table, renewed, until its thread exits.
+// Every holding lib/ makes is ended on every path (lib/run.js, and
+// lib/run.js's `begin` for one whose call was given up); one never ended
+// would stay in the table, renewed, until its thread exits.
 
 const addon = require('./native')
 

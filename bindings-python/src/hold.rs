@@ -197,8 +197,7 @@ impl Holds {
         Ok(match self {
             Holds::Key(h) => h.get().lease(py)?.into_bound(py).into_any(),
             Holds::Many(hs) => {
-                let leases = self
-                    .holdings(py, hs)?
+                let leases = holdings(py, hs)?
                     .iter()
                     .map(|h| h.get().lease(py))
                     .collect::<PyResult<Vec<_>>>()?;
@@ -212,7 +211,7 @@ impl Holds {
     fn lost(&self, py: Python<'_>) -> PyResult<bool> {
         Ok(match self {
             Holds::Key(h) => h.get().lost(),
-            Holds::Many(hs) => self.holdings(py, hs)?.iter().any(|h| h.get().lost()),
+            Holds::Many(hs) => holdings(py, hs)?.iter().any(|h| h.get().lost()),
             Holds::Slot(h) => h.get().lost(),
         })
     }
@@ -227,7 +226,7 @@ impl Holds {
     ) -> PyResult<()> {
         match self {
             Holds::Key(h) => h.get().watch_loss(py, callback.clone_ref(py), event_loop),
-            Holds::Many(hs) => self.holdings(py, hs)?.iter().try_for_each(|h| {
+            Holds::Many(hs) => holdings(py, hs)?.iter().try_for_each(|h| {
                 h.get()
                     .watch_loss(py, callback.clone_ref(py), event_loop.clone())
             }),
@@ -240,7 +239,7 @@ impl Holds {
     fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self {
             Holds::Key(h) => h.get().end(py),
-            Holds::Many(hs) => PyHolding::end_all(py, self.holdings(py, hs)?),
+            Holds::Many(hs) => PyHolding::end_all(py, holdings(py, hs)?),
             Holds::Slot(h) => h.get().end(py),
         }
     }
@@ -250,21 +249,9 @@ impl Holds {
     fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
         match self {
             Holds::Key(h) => h.get().end_blocking(py),
-            Holds::Many(hs) => PyHolding::end_all_blocking(py, self.holdings(py, hs)?),
+            Holds::Many(hs) => PyHolding::end_all_blocking(py, holdings(py, hs)?),
             Holds::Slot(_) => Ok(()),
         }
-    }
-
-    /// The holdings of many keys.
-    fn holdings<'py>(
-        &self,
-        py: Python<'py>,
-        list: &Py<PyList>,
-    ) -> PyResult<Vec<Bound<'py, PyHolding>>> {
-        list.bind(py)
-            .iter()
-            .map(|h| Ok(h.cast_into::<PyHolding>()?))
-            .collect()
     }
 
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -274,6 +261,14 @@ impl Holds {
             Holds::Slot(h) => visit.call(h),
         }
     }
+}
+
+/// The holdings of many keys, as [`Holds::Many`] keeps them.
+fn holdings<'py>(py: Python<'py>, list: &Py<PyList>) -> PyResult<Vec<Bound<'py, PyHolding>>> {
+    list.bind(py)
+        .iter()
+        .map(|h| Ok(h.cast_into::<PyHolding>()?))
+        .collect()
 }
 
 /// `lock.hold(key)`, `lock.try_hold(key)`, `lock.hold_many(keys)`,
