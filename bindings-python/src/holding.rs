@@ -34,6 +34,34 @@ impl PyHolding {
     pub(crate) fn lost(&self) -> bool {
         self.kept.view().lost()
     }
+
+    /// [`PyHolding::end`] for code without an event loop: waits without the GIL.
+    pub(crate) fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
+        self.kept.end_blocking(py)
+    }
+
+    /// Releases every key of `holdings` at once (`Holding::end_all`,
+    /// LOCK-22): the awaitable fails with the first failure in their order,
+    /// `LeaseLost` if a lease was lost while held, `Closed` if a holding
+    /// ended already (then the others are released in the background). The
+    /// releases run on their own: cancelling the awaiting task does not stop
+    /// them (LOCK-11).
+    pub(crate) fn end_all<'py>(
+        py: Python<'py>,
+        holdings: Vec<Bound<'py, PyHolding>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let (taken, runtime) = take_all(py, &holdings)?;
+        loop_driver::awaitable(py, runtime.as_ref(), Cancel::RunOn, Holding::end_all(taken))
+    }
+
+    /// [`PyHolding::end_all`] for code without an event loop: waits without the GIL.
+    pub(crate) fn end_all_blocking(
+        py: Python<'_>,
+        holdings: Vec<Bound<'_, PyHolding>>,
+    ) -> PyResult<()> {
+        let (taken, _) = take_all(py, &holdings)?;
+        runtime::wait_run_on(py, Holding::end_all(taken))
+    }
 }
 
 #[pymethods]
@@ -65,36 +93,6 @@ impl PyHolding {
     /// on its own: cancelling the awaiting task does not stop it (LOCK-11).
     pub(crate) fn end<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         self.kept.end(py)
-    }
-
-    /// [`PyHolding::end`] for code without an event loop: waits without the GIL.
-    pub(crate) fn end_blocking(&self, py: Python<'_>) -> PyResult<()> {
-        self.kept.end_blocking(py)
-    }
-
-    /// Releases every key of `holdings` at once (`Holding::end_all`,
-    /// LOCK-22): the awaitable fails with the first failure in their order,
-    /// `LeaseLost` if a lease was lost while held, `Closed` if a holding
-    /// ended already (then the others are released in the background). The
-    /// releases run on their own: cancelling the awaiting task does not stop
-    /// them (LOCK-11).
-    #[staticmethod]
-    pub(crate) fn end_all<'py>(
-        py: Python<'py>,
-        holdings: Vec<Bound<'py, PyHolding>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let (taken, runtime) = take_all(py, &holdings)?;
-        loop_driver::awaitable(py, runtime.as_ref(), Cancel::RunOn, Holding::end_all(taken))
-    }
-
-    /// [`PyHolding::end_all`] for code without an event loop: waits without the GIL.
-    #[staticmethod]
-    pub(crate) fn end_all_blocking(
-        py: Python<'_>,
-        holdings: Vec<Bound<'_, PyHolding>>,
-    ) -> PyResult<()> {
-        let (taken, _) = take_all(py, &holdings)?;
-        runtime::wait_run_on(py, Holding::end_all(taken))
     }
 }
 

@@ -25,6 +25,92 @@ impl PyLock {
     pub fn new(lock: Lock, runtime: Option<Handle>) -> PyLock {
         PyLock { lock, runtime }
     }
+
+    /// Waits in line for every key of `keys` at once (`Lock::begin_many`,
+    /// LOCK-22; at most `wait`, else the lock's) and holds them all: an
+    /// awaitable of a list of `Holding`s in the order of `keys`. All or
+    /// none: a key that cannot be had fails the call and every lease taken
+    /// is released. Cancelling the awaiting task leaves every line.
+    pub(crate) fn begin_many<'py>(
+        &self,
+        py: Python<'py>,
+        keys: &Bound<'py, PyAny>,
+        wait: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let keys = convert::names(keys, "keys")?;
+        let options = hold_options(wait)?;
+        let cancel = Cancel::Token(options.cancel.clone().unwrap_or_default());
+        let lock = self.lock.clone();
+        let runtime = self.runtime.clone();
+        loop_driver::awaitable(py, self.runtime.as_ref(), cancel, async move {
+            let holdings = lock.begin_many(&keys, &options).await?;
+            Ok(holdings
+                .into_iter()
+                .map(|h| PyHolding::new(h, runtime.clone()))
+                .collect::<Vec<_>>())
+        })
+    }
+
+    /// Holds `key` if it is free, without waiting (LOCK-17): an awaitable
+    /// of a `Holding`, or of `None` when the key is held.
+    pub(crate) fn try_begin<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = convert::name(key, "key")?;
+        let lock = self.lock.clone();
+        let runtime = self.runtime.clone();
+        // RunOn: given up, the attempt runs on, and a late grant is
+        // dropped, which releases it (LOCK-11, LOCK-18).
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
+            lock.try_begin(&key)
+                .await
+                .map(|h| h.map(|h| PyHolding::new(h, runtime)))
+        })
+    }
+
+    /// [`PyLock::begin`] for code without an event loop: waits without the
+    /// GIL; Ctrl-C leaves the line.
+    pub(crate) fn begin_blocking(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyHolding> {
+        let key = convert::name(key, "key")?;
+        let options = hold_options(wait)?;
+        runtime::wait_core(py, self.lock.begin(&key, &options))
+            .map(|h| PyHolding::new(h, self.runtime.clone()))
+    }
+
+    /// [`PyLock::begin_many`] for code without an event loop: waits without
+    /// the GIL; Ctrl-C leaves every line.
+    pub(crate) fn begin_many_blocking(
+        &self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        wait: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<PyHolding>> {
+        let keys = convert::names(keys, "keys")?;
+        let options = hold_options(wait)?;
+        let holdings = runtime::wait_core(py, self.lock.begin_many(&keys, &options))?;
+        Ok(holdings
+            .into_iter()
+            .map(|h| PyHolding::new(h, self.runtime.clone()))
+            .collect())
+    }
+
+    /// [`PyLock::try_begin`] for code without an event loop.
+    pub(crate) fn try_begin_blocking(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<PyHolding>> {
+        let key = convert::name(key, "key")?;
+        runtime::wait_core(py, self.lock.try_begin(&key))
+            .map(|h| h.map(|h| PyHolding::new(h, self.runtime.clone())))
+    }
 }
 
 fn hold_options(wait: Option<&Bound<'_, PyAny>>) -> PyResult<HoldOptions> {
@@ -86,95 +172,6 @@ impl PyLock {
                 .await
                 .map(|h| PyHolding::new(h, runtime))
         })
-    }
-
-    /// Waits in line for every key of `keys` at once (`Lock::begin_many`,
-    /// LOCK-22; at most `wait`, else the lock's) and holds them all: an
-    /// awaitable of a list of `Holding`s in the order of `keys`. All or
-    /// none: a key that cannot be had fails the call and every lease taken
-    /// is released. Cancelling the awaiting task leaves every line.
-    #[pyo3(signature = (keys, wait=None))]
-    pub(crate) fn begin_many<'py>(
-        &self,
-        py: Python<'py>,
-        keys: &Bound<'py, PyAny>,
-        wait: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let keys = convert::names(keys, "keys")?;
-        let options = hold_options(wait)?;
-        let cancel = Cancel::Token(options.cancel.clone().unwrap_or_default());
-        let lock = self.lock.clone();
-        let runtime = self.runtime.clone();
-        loop_driver::awaitable(py, self.runtime.as_ref(), cancel, async move {
-            let holdings = lock.begin_many(&keys, &options).await?;
-            Ok(holdings
-                .into_iter()
-                .map(|h| PyHolding::new(h, runtime.clone()))
-                .collect::<Vec<_>>())
-        })
-    }
-
-    /// Holds `key` if it is free, without waiting (LOCK-17): an awaitable
-    /// of a `Holding`, or of `None` when the key is held.
-    pub(crate) fn try_begin<'py>(
-        &self,
-        py: Python<'py>,
-        key: &Bound<'py, PyAny>,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let key = convert::name(key, "key")?;
-        let lock = self.lock.clone();
-        let runtime = self.runtime.clone();
-        // RunOn: given up, the attempt runs on, and a late grant is
-        // dropped, which releases it (LOCK-11, LOCK-18).
-        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
-            lock.try_begin(&key)
-                .await
-                .map(|h| h.map(|h| PyHolding::new(h, runtime)))
-        })
-    }
-
-    /// [`PyLock::begin`] for code without an event loop: waits without the
-    /// GIL; Ctrl-C leaves the line.
-    #[pyo3(signature = (key, wait=None))]
-    pub(crate) fn begin_blocking(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-        wait: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyHolding> {
-        let key = convert::name(key, "key")?;
-        let options = hold_options(wait)?;
-        runtime::wait_core(py, self.lock.begin(&key, &options))
-            .map(|h| PyHolding::new(h, self.runtime.clone()))
-    }
-
-    /// [`PyLock::begin_many`] for code without an event loop: waits without
-    /// the GIL; Ctrl-C leaves every line.
-    #[pyo3(signature = (keys, wait=None))]
-    pub(crate) fn begin_many_blocking(
-        &self,
-        py: Python<'_>,
-        keys: &Bound<'_, PyAny>,
-        wait: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<PyHolding>> {
-        let keys = convert::names(keys, "keys")?;
-        let options = hold_options(wait)?;
-        let holdings = runtime::wait_core(py, self.lock.begin_many(&keys, &options))?;
-        Ok(holdings
-            .into_iter()
-            .map(|h| PyHolding::new(h, self.runtime.clone()))
-            .collect())
-    }
-
-    /// [`PyLock::try_begin`] for code without an event loop.
-    pub(crate) fn try_begin_blocking(
-        &self,
-        py: Python<'_>,
-        key: &Bound<'_, PyAny>,
-    ) -> PyResult<Option<PyHolding>> {
-        let key = convert::name(key, "key")?;
-        runtime::wait_core(py, self.lock.try_begin(&key))
-            .map(|h| h.map(|h| PyHolding::new(h, self.runtime.clone())))
     }
 
     /// Benchmark hook: `cycles` holds of `key` begun and ended in Rust,

@@ -118,18 +118,17 @@ impl PySlotHolding {
     pub(crate) fn lost(&self) -> bool {
         self.kept.view().lost()
     }
-}
 
-#[pymethods]
-impl PySlotHolding {
     /// The held slot, for the block.
-    #[getter]
     pub(crate) fn held(&self) -> PyHeldSlot {
         PyHeldSlot {
             held: self.kept.view().clone(),
         }
     }
+}
 
+#[pymethods]
+impl PySlotHolding {
     /// Calls `callback(True)` on the running event loop's thread once, if
     /// the slot is lost before the holding ends; a second watch of the
     /// holding fails `InvalidArgument` (LOCK-09). `event_loop`, the running

@@ -442,7 +442,7 @@ async def test_LOCK_09_a_lease_read_after_its_hold_ended_keeps_what_it_was() -> 
         kept.append(tried)
     async with lock.hold_many(["a", "b"]) as leases:
         kept.extend(leases)
-    fences = [lease.fence for lease in kept]
+        fences = [lease.fence for lease in kept]
     await asyncio.sleep(1.2)
     assert [lease.fence for lease in kept] == fences
     assert [(lease.lost, lease.loss_reason, lease.remaining) for lease in kept] == [

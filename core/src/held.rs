@@ -1,8 +1,8 @@
 //! What a holder keeps of anything it holds, a key's lease or a slot: its
 //! deadline on the holder's own clock (LOCK-04) and how it ended, once:
-//! lost, with its reason (LOCK-09), or let go by its holder; and the public traits that code keeping
-//! either alike (each binding's one wrapper) holds them by. How a holding
-//! is renewed is in [`crate::renewal`].
+//! lost, with its reason (LOCK-09), or let go by its holder; and the public
+//! traits that code keeping either alike (each binding's one wrapper) holds
+//! them by. How a holding is renewed is in [`crate::renewal`].
 
 use std::future::Future;
 use std::sync::atomic::{fence, AtomicU8, Ordering};

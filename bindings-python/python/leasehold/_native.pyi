@@ -196,8 +196,6 @@ class HeldSlot:
 class SlotHolding:
     """A slot held from ``Slots.begin`` to ``SlotHolding.end``."""
 
-    @property
-    def held(self) -> HeldSlot: ...
     def watch_loss(
         self,
         callback: Callable[[bool], object],
@@ -350,13 +348,6 @@ class Holding:
         ``InvalidArgument``. ``event_loop``, the running loop when the caller
         has it (its task's), spares its lookup."""
     def end(self) -> Awaitable[None]: ...
-    def end_blocking(self) -> None: ...
-    @staticmethod
-    def end_all(holdings: list[Holding]) -> Awaitable[None]:
-        """Ends every holding at once (LOCK-22): the first failure in their
-        order, ``LeaseLost`` if a lease was lost while held."""
-    @staticmethod
-    def end_all_blocking(holdings: list[Holding]) -> None: ...
 
 @final
 class Lock:
@@ -373,17 +364,6 @@ class Lock:
     @property
     def margin(self) -> float: ...
     def begin(self, key: str, wait: Duration | None = None) -> Awaitable[Holding]: ...
-    def begin_many(
-        self, keys: Iterable[str], wait: Duration | None = None
-    ) -> Awaitable[list[Holding]]:
-        """Every key at once, each its own holding, in the order of ``keys``;
-        all or none (LOCK-22)."""
-    def try_begin(self, key: str) -> Awaitable[Holding | None]: ...
-    def begin_blocking(self, key: str, wait: Duration | None = None) -> Holding: ...
-    def begin_many_blocking(
-        self, keys: Iterable[str], wait: Duration | None = None
-    ) -> list[Holding]: ...
-    def try_begin_blocking(self, key: str) -> Holding | None: ...
     def rust_hold_cycles(self, key: str, cycles: int) -> float:
         """Benchmark hook: seconds taken by ``cycles`` begin + end in Rust."""
 

@@ -295,14 +295,17 @@ class HoldTest {
             try {
                 val lock = store.lock("jvm-after", ttl = 1.seconds)
                 val kept = mutableListOf<Lease>()
+                val fences = mutableListOf<Long>()
                 lock.hold("k") { lease ->
                     assertNull(lease.remaining, "an embedded lease without maxHold has no deadline")
                     kept += lease
+                    fences += lease.fence
                 }
-                assertTrue(lock.tryHold("k") { lease -> kept += lease } != null)
-                lock.holdMany(listOf("a", "b")) { leases -> kept += leases }
-                val fences = kept.map { it.fence }
-                delay(100.milliseconds)
+                assertTrue(lock.tryHold("k") { lease -> kept += lease.also { fences += it.fence } } != null)
+                lock.holdMany(listOf("a", "b")) { leases ->
+                    kept += leases
+                    fences += leases.map { it.fence }
+                }
                 assertEquals(fences, kept.map { it.fence })
                 assertEquals(
                     List(4) { Triple(false, null, kotlin.time.Duration.ZERO) },
