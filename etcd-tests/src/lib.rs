@@ -353,29 +353,22 @@ impl Cluster {
     }
 
     /// Makes member `i` the leader (etcd's move-leader, asked of the
-    /// current leader) and waits until it is.
+    /// current leader) and waits until it is. A move that times out (a
+    /// cluster just started, on a busy machine, may still be settling its
+    /// first term) is asked again, of whoever leads then, for up to 30 s.
     pub async fn move_leader_to(&self, i: usize) {
-        let leader = self.wait_for_leader(Duration::from_secs(10)).await;
-        if leader == i {
-            return;
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let leader = self.wait_for_leader(Duration::from_secs(10)).await;
+            if leader == i {
+                return;
+            }
+            match self.ask_to_move_leader(leader, i).await {
+                Ok(()) => break,
+                Err(e) => assert!(Instant::now() < until, "move the leader: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let mut admin = self.client().await;
-        let members = admin.member_list().await.expect("the members");
-        let target = members
-            .members()
-            .iter()
-            .find(|m| m.name() == self.members[i].name)
-            .expect("member i in the member list")
-            .id();
-        let endpoint = format!("{}://{}", self.scheme(), self.members[leader].endpoint());
-        let options = self.admin_options(Duration::from_secs(5));
-        let mut to_leader = etcd_client::Client::connect([endpoint], Some(options))
-            .await
-            .expect("a client of the leader");
-        to_leader
-            .move_leader(target)
-            .await
-            .expect("move the leader");
         let until = Instant::now() + Duration::from_secs(10);
         while self.leader().await != Some(i) {
             assert!(
@@ -384,6 +377,22 @@ impl Cluster {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Asks member `leader`, the leader, to hand leadership to member `i`.
+    async fn ask_to_move_leader(&self, leader: usize, i: usize) -> Result<(), etcd_client::Error> {
+        let mut admin = self.client().await;
+        let members = admin.member_list().await?;
+        let target = members
+            .members()
+            .iter()
+            .find(|m| m.name() == self.members[i].name)
+            .expect("member i in the member list")
+            .id();
+        let endpoint = format!("{}://{}", self.scheme(), self.members[leader].endpoint());
+        let options = self.admin_options(Duration::from_secs(5));
+        let mut to_leader = etcd_client::Client::connect([endpoint], Some(options)).await?;
+        to_leader.move_leader(target).await.map(drop)
     }
 
     /// kill -9 of member `i`.
