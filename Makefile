@@ -87,9 +87,13 @@ demo-test:
 	DEMO_PROFILE=debug DEMO_BUILD="$(RUST_DEBUG)" DEMO_SECONDS=2 DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
 
 # Every step in order, timed; the table is printed at the end, or at the
-# first step that fails (tools/steps).
+# first step that fails (tools/steps), and then, however the steps ended,
+# what they left running is stopped (TEST_FINALLY). Builds are not
+# incremental here: a clean clone gains nothing from it, and the compiler
+# cache (mk/cache.mk) keeps no incremental build.
+TEST_FINALLY := postgres-stop cache-stop
 test: setup
-	@MAKE="$(MAKE)" tools/steps $(TEST_STEPS)
+	@CARGO_INCREMENTAL=0 STEPS_FINALLY="$(TEST_FINALLY)" MAKE="$(MAKE)" tools/steps $(TEST_STEPS)
 
 check:
 	@MAKE="$(MAKE)" tools/steps $(CHECK_STEPS)
