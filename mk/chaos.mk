@@ -48,8 +48,11 @@ chaos: $(CHAOS_HOLDERS_BUILT) etcd
 		--node-holders $(CHAOS_NODE_HOLDERS) \
 		$(CHAOS_OTHERS) $(CHAOS_ARGS)
 
+# The smoke run, from the debug build (also one of `make test-repeat`'s suites).
+CHAOS_SMOKE_RUN = $(CARGO_TARGET_DIR)/debug/leasehold-chaos run --store server --seconds 50 \
+	--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000 --python-holders 2 --go-holders 2 \
+	--node-holders 2 $(CHAOS_OTHERS)
+
 chaos-smoke: $(CHAOS_HOLDERS_BUILT)
 	$(CARGO) build -q $(RUST_DEBUG)
-	$(CARGO_TARGET_DIR)/debug/leasehold-chaos run --store server --seconds 50 \
-		--seed $(CHAOS_SMOKE_SEED) --fault-every-ms 1000 --python-holders 2 --go-holders 2 \
-		--node-holders 2 $(CHAOS_OTHERS)
+	$(CHAOS_SMOKE_RUN)
