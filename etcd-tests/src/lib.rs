@@ -3,6 +3,7 @@
 //! `make etcd` builds; `LEASEHOLD_ETCD_34`, Debian's 3.4), members killed,
 //! frozen, restarted on their data dirs, and the leader found or moved.
 
+use std::future::Future;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -290,8 +291,16 @@ impl Cluster {
     }
 
     /// Clients of every member but `struck`, made before a fault strikes
-    /// it, for [`Outage::measure`].
+    /// it, for [`Outage::measure`] (each try bounded by [`Outage::TRY`]).
     pub async fn outage(&self, struck: usize) -> Outage {
+        self.probe(struck, Outage::TRY).await
+    }
+
+    /// Clients of every member but `struck` (an index past the members
+    /// spares them all), each try of theirs bounded by `try_bound`, made
+    /// before a fault strikes: for [`Outage::record`], beside a client
+    /// whose tries have that bound.
+    pub async fn probe(&self, struck: usize, try_bound: Duration) -> Outage {
         let mut spared = Vec::new();
         for (i, m) in self
             .members
@@ -300,13 +309,61 @@ impl Cluster {
             .filter(|(i, _)| *i != struck)
         {
             let endpoint = format!("{}://{}", self.scheme(), m.endpoint());
-            let options = self.admin_options(Outage::TRY);
+            let options = self.admin_options(try_bound);
             match etcd_client::Client::connect([endpoint], Some(options)).await {
                 Ok(client) => spared.push(client),
                 Err(e) => panic!("connect to member {i}: {e}"),
             }
         }
-        Outage { spared }
+        Outage { spared, try_bound }
+    }
+
+    /// How many records stand in the line of `key` of `lock` in the store
+    /// at `prefix` (the URL's path, as given to [`Cluster::url`]): its
+    /// holder's and its waiters' (the layout in `core/src/etcd/keys.rs`;
+    /// `lock` and `key` must need no percent-encoding).
+    pub async fn line_len(&self, prefix: &str, lock: &str, key: &str) -> usize {
+        let line = format!("/{prefix}/lines/{lock}/{key}/");
+        let options = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_keys_only();
+        match self.client().await.get(line, Some(options)).await {
+            Ok(r) => r.kvs().len(),
+            Err(_) => 0,
+        }
+    }
+
+    /// [`Cluster::line_len`] as the line stood at etcd revision `revision`
+    /// (a grant's fence is the revision of the transaction that granted it,
+    /// DIST-03: the line as that grant found it).
+    pub async fn line_len_at(&self, prefix: &str, lock: &str, key: &str, revision: i64) -> usize {
+        let line = format!("/{prefix}/lines/{lock}/{key}/");
+        let options = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_revision(revision);
+        let read = self.client().await.get(line, Some(options)).await;
+        read.expect("read the line at a revision").kvs().len()
+    }
+
+    /// Waits until the line of `key` holds `records` records (a waiter's
+    /// hold was answered `Queued` once its record is written), or panics
+    /// after 30 s. Tests that need waiters in a given order wait for each
+    /// one's record this way before the next asks: a pause instead would
+    /// be too short on a loaded machine.
+    pub async fn wait_for_line(&self, prefix: &str, lock: &str, key: &str, records: usize) {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let len = self.line_len(prefix, lock, key).await;
+            if len >= records {
+                return;
+            }
+            assert!(
+                Instant::now() < until,
+                "the line of {lock}/{key} has {len} records after 30 s, not {records}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// The index of the current leader, asking each running member.
@@ -461,11 +518,12 @@ impl Drop for Cluster {
 /// cluster is slower than etcd's nominal span (a split vote, a loaded machine).
 pub struct Outage {
     spared: Vec<etcd_client::Client>,
+    try_bound: Duration,
 }
 
 impl Outage {
-    /// The bound of one try.
-    const TRY: Duration = Duration::from_millis(100);
+    /// The bound of one try of [`Cluster::outage`]'s probe.
+    pub const TRY: Duration = Duration::from_millis(100);
 
     /// Writes to the spared members in turn, each try bounded, from now
     /// until one is taken or `within` has passed; the time it took.
@@ -475,11 +533,80 @@ impl Outage {
         while since.elapsed() < within {
             let n = self.spared.len();
             let put = self.spared[turn % n].put("etcd-tests-outage", turn.to_string(), None);
-            if let Ok(Ok(_)) = tokio::time::timeout(Self::TRY, put).await {
+            if let Ok(Ok(_)) = tokio::time::timeout(self.try_bound, put).await {
                 break;
             }
             turn += 1;
         }
         since.elapsed()
+    }
+
+    /// Writes to the spared members in turn, each try bounded, from now
+    /// until `stop` completes, pausing `pause` after each write taken: when
+    /// the cluster took this process's writes. Run beside a client in the
+    /// same process, it is that client's witness: a machine too loaded to
+    /// serve the client's calls delays these writes alike.
+    pub async fn record(mut self, pause: Duration, stop: impl Future<Output = ()>) -> Writes {
+        let mut stop = std::pin::pin!(stop);
+        let from = Instant::now();
+        let mut taken = Vec::new();
+        let mut turn = 0usize;
+        loop {
+            let n = self.spared.len();
+            let put = self.spared[turn % n].put("etcd-tests-outage", turn.to_string(), None);
+            turn += 1;
+            tokio::select! {
+                _ = &mut stop => break,
+                put = tokio::time::timeout(self.try_bound, put) => {
+                    if let Ok(Ok(_)) = put {
+                        taken.push(Instant::now());
+                        tokio::select! {
+                            _ = &mut stop => break,
+                            _ = tokio::time::sleep(pause) => {}
+                        }
+                    }
+                }
+            }
+        }
+        Writes {
+            from,
+            to: Instant::now(),
+            taken,
+        }
+    }
+}
+
+/// When the members a fault spared took writes ([`Outage::record`]).
+#[derive(Debug, Clone)]
+pub struct Writes {
+    /// When the recording began.
+    pub from: Instant,
+    /// When it ended.
+    pub to: Instant,
+    /// When each write was taken, in order.
+    pub taken: Vec<Instant>,
+}
+
+impl Writes {
+    /// The longest stretch of `[from, to]` (cut to the recording's own
+    /// span) in which no write was taken.
+    pub fn longest_gap(&self, from: Instant, to: Instant) -> Duration {
+        let (from, to) = (from.max(self.from), to.min(self.to));
+        let mut last = from;
+        let mut longest = Duration::ZERO;
+        for &at in self.taken.iter().filter(|at| **at > from && **at <= to) {
+            longest = longest.max(at - last);
+            last = at;
+        }
+        longest.max(to.saturating_duration_since(last))
+    }
+
+    /// How long after the recording began the first write was taken
+    /// (the whole recording when none was).
+    pub fn first_after(&self) -> Duration {
+        self.taken
+            .first()
+            .unwrap_or(&self.to)
+            .duration_since(self.from)
     }
 }
