@@ -1,5 +1,8 @@
 //! The core client against the real server process, through a proxy that
 //! cuts, delays and drops: LOCK-03, LOCK-04, LOCK-07, LOCK-15, LOCK-02.
+//!
+//! The tests assert the order of events, never a speed: the machine is
+//! shared. `HANG` only stops a test whose awaited event never comes.
 
 mod support;
 
@@ -8,8 +11,11 @@ use std::time::{Duration, Instant};
 use leasehold::remote::protocol::{Reply, ServerFrame};
 use leasehold::{ErrorKind, HoldOptions, LossReason};
 use support::server::ServerProcess;
-use support::{connect, data_dir, Rig, S};
+use support::{connect, data_dir, wait_for_waiters, Rig, S};
 use tokio::time::timeout;
+
+/// How long a test waits for an event before it counts it as never coming.
+const HANG: Duration = Duration::from_secs(30);
 
 // LOCK-03, ERR-04: a grant whose answer is lost with its connection is asked for again with the
 // same request id, and the store answers the same lease: one request, one lease.
@@ -51,7 +57,7 @@ async fn lock_03_a_lost_grant_reply_never_yields_two_leases() {
 // its new connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
-    let rig = Rig::start().await;
+    let rig = Rig::start_with(&["--metrics-listen", "127.0.0.1:0"]).await;
     let direct = rig.direct().await;
     let via_proxy = rig.via_proxy().await;
     let first = direct
@@ -67,7 +73,7 @@ async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
             .await
             .map(|h| h.lease().fence())
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_waiters(&rig.server, 1).await;
     let third_lock = direct.lock("l").open().unwrap();
     let third = tokio::spawn(async move {
         third_lock
@@ -75,7 +81,7 @@ async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
             .await
             .map(|h| h.lease().fence())
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    wait_for_waiters(&rig.server, 2).await;
     rig.proxy.cut();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let f1 = first.lease().fence();
@@ -91,7 +97,9 @@ async fn lock_03_a_waiter_keeps_its_place_across_a_cut() {
 }
 
 // LOCK-07: cuts that the client heals within the deadline do not lose the lease; renewals go on
-// from each new connection, by lease id, and the function never notices.
+// from each new connection, by lease id, and the function never notices. A control lease of
+// the same ttl, held in this process over a connection never cut, tells a machine too loaded to
+// renew within the 1 s ttl (the control lost too: no conclusion) from a cut that lost the lease.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_07_a_cut_connection_does_not_lose_a_renewing_lease() {
     let rig = Rig::start().await;
@@ -99,16 +107,31 @@ async fn lock_07_a_cut_connection_does_not_lose_a_renewing_lease() {
     let direct = rig.direct().await;
     let lock = store.lock("l").ttl(S(1)).open().unwrap();
     let held = lock.begin("k", &HoldOptions::default()).await.unwrap();
+    let control_lock = direct.lock("control").ttl(S(1)).open().unwrap();
+    let control = control_lock
+        .begin("k", &HoldOptions::default())
+        .await
+        .unwrap();
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(3500) {
         tokio::time::sleep(Duration::from_millis(300)).await;
         rig.proxy.cut();
     }
+    if held.lease().lost() && control.lease().lost() {
+        println!(
+            "LOCK-07: both the cut lease and the control were lost ({:?}, {:?}): the machine \
+             could not renew within the ttl; nothing to conclude",
+            held.lease().loss_reason(),
+            control.lease().loss_reason()
+        );
+        return;
+    }
     assert!(
         !held.lease().lost(),
-        "lost: {:?}",
+        "lost through the cuts while the control, never cut, was kept: {:?}",
         held.lease().loss_reason()
     );
+    control.end().await.unwrap();
     let holders = direct.holders(Some("l")).await.unwrap();
     assert_eq!(
         holders.iter().map(|h| h.fence).collect::<Vec<_>>(),
@@ -133,24 +156,27 @@ async fn lock_04_holder_deadline_comes_before_the_store_lets_go() {
         .unwrap();
     let held = lock.begin("k", &HoldOptions::default()).await.unwrap();
     let next_lock = direct.lock("l").open().unwrap();
+    // Read as soon as the next holder has the key: `lost()` counts a deadline
+    // that has come as a loss whenever the loss's timer runs, so this is
+    // what the holder believed then, however late the machine ran either task.
+    let lease = held.lease().clone();
     let next = tokio::spawn(async move {
         let h = next_lock.begin("k", &HoldOptions::default()).await.unwrap();
-        let at = Instant::now();
+        let believed_lost = lease.lost();
         h.end().await.unwrap();
-        at
+        believed_lost
     });
     tokio::time::sleep(Duration::from_millis(700)).await;
     rig.proxy.refuse(true);
     rig.proxy.cut();
     let lost = held.lease().lost_signal();
-    timeout(S(3), lost)
+    timeout(HANG, lost)
         .await
         .expect("the holder declared the loss");
-    let lost_at = Instant::now();
     assert_eq!(held.lease().loss_reason(), Some(LossReason::Expired));
-    let granted_at = timeout(S(3), next).await.unwrap().unwrap();
+    let believed_lost = timeout(HANG, next).await.unwrap().unwrap();
     assert!(
-        lost_at < granted_at,
+        believed_lost,
         "the holder still believed it held the key after the store let it go"
     );
     assert_eq!(held.end().await.unwrap_err().kind(), ErrorKind::Lost);
@@ -169,7 +195,7 @@ async fn lock_15_a_restarted_store_loses_every_lease_and_fences_grow() {
     let before = held.lease().fence().max(other.lease().fence());
     server.kill9();
     server.restart();
-    timeout(S(5), held.lease().lost_signal())
+    timeout(HANG, held.lease().lost_signal())
         .await
         .expect("the holder learnt of the restart");
     assert_eq!(held.lease().loss_reason(), Some(LossReason::Restarted));
@@ -298,7 +324,14 @@ async fn lock_18_wait_bounds_a_hold_while_the_store_is_unreachable() {
         .err()
         .unwrap();
     assert_eq!(err.kind(), ErrorKind::WaitTimeout);
-    assert!(start.elapsed() < S(3), "{:?}", start.elapsed());
+    // The wait counts from the call, not from a reconnect: a wait counted
+    // from a connect attempt would end a connect timeout (5 s) or more
+    // after the call. That is the bound; the 500 ms wait leaves 4.5 s for a
+    // loaded machine's scheduling. The time is printed.
+    let took = start.elapsed();
+    println!("LOCK-18: a 500 ms wait ended after {took:?} while the store was unreachable");
+    let connect_timeout = leasehold::remote::ConnectOptions::default().connect_timeout;
+    assert!(took < connect_timeout, "{took:?}");
     let cancel = leasehold::CancellationToken::new();
     let options = HoldOptions {
         wait: None,
@@ -345,11 +378,13 @@ async fn a_refused_hold_fails_at_once_instead_of_retrying() {
     let lock = store.lock("l").open().unwrap();
     let a = lock.begin("a", &HoldOptions::default()).await.unwrap();
     let b = lock.begin("b", &HoldOptions::default()).await.unwrap();
-    let refused = timeout(S(2), lock.try_begin("c"))
+    // A client that asked again in a loop would never answer these (no
+    // wait bound): HANG only stops that.
+    let refused = timeout(HANG, lock.try_begin("c"))
         .await
         .expect("the refusal came back");
     assert_eq!(refused.err().unwrap().kind(), ErrorKind::Unavailable);
-    let refused = timeout(S(2), lock.begin("c", &HoldOptions::default()))
+    let refused = timeout(HANG, lock.begin("c", &HoldOptions::default()))
         .await
         .expect("the refusal came back");
     assert_eq!(refused.err().unwrap().kind(), ErrorKind::Unavailable);

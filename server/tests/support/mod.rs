@@ -35,8 +35,13 @@ pub struct Rig {
 impl Rig {
     /// Starts a server and a proxy to it.
     pub async fn start() -> Rig {
+        Rig::start_with(&[]).await
+    }
+
+    /// Starts a server with `extra` arguments and a proxy to it.
+    pub async fn start_with(extra: &[&str]) -> Rig {
         let dir = data_dir();
-        let server = server::ServerProcess::start(dir.path(), &[]);
+        let server = server::ServerProcess::start(dir.path(), extra);
         let proxy = proxy::Proxy::start(server.addr).await;
         Rig {
             proxy,
@@ -53,6 +58,46 @@ impl Rig {
     /// A client connected to the server directly.
     pub async fn direct(&self) -> Store {
         connect(&self.server.url()).await
+    }
+}
+
+/// The requests waiting in lines now, as the server's metrics say (it must
+/// have been started with `--metrics-listen`).
+pub async fn waiters(server: &server::ServerProcess) -> u64 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = server
+        .metrics
+        .expect("a server started with --metrics-listen");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("leasehold_waiters "))
+        .unwrap_or_else(|| panic!("leasehold_waiters missing from\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Waits until `n` requests wait in lines on `server` (see [`waiters`]), or
+/// panics after 30 s: tests that need waiters in a given order wait for
+/// each one this way before the next asks, where a pause could be too
+/// short on a loaded machine.
+pub async fn wait_for_waiters(server: &server::ServerProcess, n: u64) {
+    let until = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = waiters(server).await;
+        if now >= n {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < until,
+            "{now} waiters after 30 s, not {n}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
