@@ -10,22 +10,28 @@ use support::server::ServerProcess;
 use support::{connect, data_dir, S};
 use tokio::time::timeout;
 
-// LOCK-06: the lease is renewed in the background while the function runs, past its ttl.
+/// How long a test waits for an event before it counts it as never coming:
+/// a hang, not a speed.
+const HANG: Duration = Duration::from_secs(30);
+
+// LOCK-06: the lease is renewed in the background while the function runs, past its ttl:
+// kept after 2.5 ttls, its time left never more than ttl − margin from a renewal's send. How
+// much is left is printed: a renewal due every ttl/3 runs late on a loaded machine (its
+// schedule is proven on the virtual clock, core/src/renewal.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_06_background_renewal_on_the_server_store() {
     let dir = data_dir();
     let server = ServerProcess::start(dir.path(), &[]);
     let store = connect(&server.url()).await;
     let lock = store.lock("l").ttl(S(1)).open().unwrap();
+    let most = lock.ttl() - lock.margin();
     let fence = lock
         .hold_async("k", |lease| async move {
             tokio::time::sleep(Duration::from_millis(2500)).await;
             assert!(!lease.lost(), "{:?}", lease.loss_reason());
             let left = lease.remaining().unwrap();
-            assert!(
-                left > Duration::from_millis(300) && left <= Duration::from_millis(900),
-                "{left:?}"
-            );
+            println!("LOCK-06: {left:?} left after 2.5 s of a 1 s ttl");
+            assert!(left > Duration::ZERO && left <= most, "{left:?}");
             Ok::<_, Error>(lease.fence())
         })
         .await
@@ -48,7 +54,7 @@ async fn lock_10_revoked_at_max_hold_fails_the_hold() {
         .unwrap();
     let outcome: Result<(), Error> = lock
         .hold_async("k", |lease| async move {
-            timeout(S(5), lease.lost_signal())
+            timeout(HANG, lease.lost_signal())
                 .await
                 .expect("the loss reached the function");
             Ok(())
@@ -82,7 +88,9 @@ async fn lock_05_an_expired_lease_is_never_renewed_on_the_server_store() {
     again.release().await.unwrap();
 }
 
-// LOCK-20: a key with a long line never delays another key.
+// LOCK-20: a key with a long line never delays another key: the free key is had while the
+// busy key is still held and its 50 waiters still wait (a free key behind the busy key's line
+// would never be had before its release). How long it took is printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_20_keys_are_independent_on_the_server_store() {
     let dir = data_dir();
@@ -97,14 +105,18 @@ async fn lock_20_keys_are_independent_on_the_server_store() {
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let other = timeout(Duration::from_millis(500), lock.try_begin("free"))
+    let asked = std::time::Instant::now();
+    let other = timeout(HANG, lock.try_begin("free"))
         .await
-        .unwrap()
+        .expect("the free key answered while the busy one was held")
         .unwrap();
+    println!("LOCK-20: the free key answered in {:?}", asked.elapsed());
     assert!(other.is_some());
+    assert!(!held.lease().lost());
+    assert!(waiters.iter().all(|w| !w.is_finished()), "a waiter ended");
     held.end().await.unwrap();
     for w in waiters {
-        timeout(S(10), w).await.unwrap().unwrap().unwrap();
+        timeout(HANG, w).await.unwrap().unwrap().unwrap();
     }
 }
 
@@ -127,6 +139,16 @@ async fn lock_13_bad_options_never_reach_the_server() {
     assert!(store.holders(None).await.unwrap().is_empty());
 }
 
+/// LOCK-21's bound on a hold whose store was killed under it, from the kill:
+/// the holder's deadline is at most `ttl − margin` after it (the grant or
+/// renewal it counts from was sent before the kill), and a hold that waited
+/// for its release, or for the store, would end a ttl or a connect timeout
+/// (5 s) after that deadline. Half a ttl past the deadline tells the two
+/// apart and leaves a loaded machine's scheduling a second (with a 2 s ttl).
+fn lock_21_bound(lock: &leasehold::Lock) -> Duration {
+    lock.ttl() - lock.margin() + lock.ttl() / 2
+}
+
 // LOCK-21: the store killed (kill -9) under a held lease: the function is
 // told at the holder's deadline, and hold fails Lost as soon as the
 // function ends, not a ttl later (the release of a lost lease never waits).
@@ -144,7 +166,7 @@ async fn lock_21_a_killed_store_fails_the_hold_at_the_deadline() {
         .hold_async("k", |lease| async move {
             support::server::send_signal(pid, 9);
             *at.lock().unwrap() = Some(std::time::Instant::now());
-            timeout(S(10), lease.lost_signal())
+            timeout(HANG, lease.lost_signal())
                 .await
                 .expect("the loss reached the function");
             Ok(())
@@ -157,9 +179,11 @@ async fn lock_21_a_killed_store_fails_the_hold_at_the_deadline() {
         .elapsed();
     let err = outcome.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Lost, "{err}");
+    let bound = lock_21_bound(&lock);
+    println!("LOCK-21: hold returned {elapsed:?} after the kill (bound {bound:?})");
     assert!(
-        elapsed < ttl + Duration::from_millis(500),
-        "hold returned {elapsed:?} after the kill, ttl {ttl:?}"
+        elapsed < bound,
+        "hold returned {elapsed:?} after the kill, ttl {ttl:?}: not at the deadline"
     );
 }
 
@@ -185,9 +209,11 @@ async fn lock_21_an_unreachable_store_bounds_the_release_by_the_deadline() {
     let err = outcome.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Lost, "{err}");
     assert_eq!(err.loss_reason(), Some(LossReason::Expired));
+    let bound = lock_21_bound(&lock);
+    println!("LOCK-21: hold returned {elapsed:?} after the kill (bound {bound:?})");
     assert!(
-        elapsed < ttl + Duration::from_millis(500),
-        "hold returned {elapsed:?} after the kill, ttl {ttl:?}"
+        elapsed < bound,
+        "hold returned {elapsed:?} after the kill, ttl {ttl:?}: not at the deadline"
     );
 }
 
@@ -232,7 +258,7 @@ async fn lock_22_begin_many_on_the_server_store() {
         .await
         .unwrap();
     for holding in &held {
-        timeout(S(5), holding.lease().lost_signal()).await.unwrap();
+        timeout(HANG, holding.lease().lost_signal()).await.unwrap();
         assert_eq!(holding.lease().loss_reason(), Some(LossReason::Revoked));
     }
 }
