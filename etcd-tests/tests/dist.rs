@@ -59,6 +59,11 @@ fn describe(a: &HoldAnswer) -> &'static str {
 
 const LONG: Duration = Duration::from_secs(30);
 
+/// How long a test waits for an event before it counts it as never coming:
+/// a hang, not a speed (the machine is shared; what is asserted is the order
+/// of events, and how long they took is printed).
+const HANG: Duration = Duration::from_secs(30);
+
 // DIST-03: a waiter's fence is the revision of the transaction that promoted
 // it, larger than every fence granted on other keys while it waited; every
 // grant also writes the high-water key, which nothing deletes.
@@ -200,7 +205,11 @@ async fn dist_05_etcd_never_sees_a_lease_id() {
 
 // DIST-06: maxHold is revoked by the holder's own driver, which deletes the
 // record at once; and when the holder's process is gone (its driver
-// dropped unclosed, nothing renews), the key is let go within one ttl.
+// dropped unclosed, nothing renews), the key is let go within one ttl:
+// the holder's record lives on an etcd lease of the ttl (rounded up to
+// whole seconds), and the next holder is granted only once that record is
+// gone. When etcd let the lease run out is etcd's; how long it took is
+// printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dist_06_max_hold_and_a_vanished_holder() {
     let cluster = Cluster::start(Etcd::Current, 1).await;
@@ -216,12 +225,12 @@ async fn dist_06_max_hold_and_a_vanished_holder() {
         tokio::time::sleep(Duration::from_millis(600)).await;
         let _ = d.renew(revoked.grant.lease_id, None).await;
     }
-    let reason = tokio::time::timeout(Duration::from_secs(2), &mut revoked.lost)
+    let reason = tokio::time::timeout(HANG, &mut revoked.lost)
         .await
         .expect("the loss was told")
         .expect("a reason");
     assert_eq!(reason, LossReason::Revoked);
-    let next = tokio::time::timeout(Duration::from_secs(2), &mut waiter)
+    let next = tokio::time::timeout(HANG, &mut waiter)
         .await
         .expect("the waiter was granted after the revocation")
         .expect("a grant")
@@ -230,19 +239,41 @@ async fn dist_06_max_hold_and_a_vanished_holder() {
 
     let gone = driver(&cluster, "dist06").await;
     let held = granted(&gone, request("l", "k", ttl, false)).await;
+    let mut admin = cluster.client().await;
+    let line = admin
+        .get("/dist06/lines/", Some(GetOptions::new().with_prefix()))
+        .await
+        .expect("read the line");
+    assert_eq!(line.kvs().len(), 1, "the holder's record alone");
+    let lease = admin
+        .lease_time_to_live(line.kvs()[0].lease(), None)
+        .await
+        .expect("read the holder's etcd lease");
+    let secs = i64::try_from(ttl.as_millis().div_ceil(1000)).unwrap();
+    assert_eq!(
+        lease.granted_ttl(),
+        secs,
+        "the holder's record lives on an etcd lease of {}s, for a {ttl:?} ttl",
+        lease.granted_ttl()
+    );
     let mut after = queued(&d, request("l", "k", LONG, true)).await;
     drop(gone);
     let started = std::time::Instant::now();
-    let next = tokio::time::timeout(ttl * 3, &mut after)
+    let next = tokio::time::timeout(HANG, &mut after)
         .await
         .expect("the vanished holder's key was let go")
         .expect("a grant")
         .expect("granted");
-    assert!(next.grant.fence > held.grant.fence);
-    assert!(
-        started.elapsed() < ttl + Duration::from_millis(1500),
-        "let go after {:?}, ttl {ttl:?}",
+    println!(
+        "DIST-06: a vanished holder's key let go {:?} after it vanished (ttl {ttl:?})",
         started.elapsed()
+    );
+    assert!(next.grant.fence > held.grant.fence);
+    let revision = i64::try_from(next.grant.fence).expect("a revision");
+    assert_eq!(
+        cluster.line_len_at("dist06", "l", "k", revision).await,
+        1,
+        "the next holder was granted while the vanished holder's record was still there"
     );
     d.close().await;
 }
