@@ -120,8 +120,6 @@ impl<T: Send + 'static> Drop for Spawned<T> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
     use std::time::Duration;
 
     use leasehold::CancellationToken;
@@ -165,25 +163,50 @@ mod tests {
         assert_eq!(rt.block_on(call).unwrap_err().kind(), ErrorKind::Internal);
     }
 
+    /// Says, once, how a call's work ended: `true` when it ran to its end,
+    /// `false` when it was dropped unfinished (its task aborted).
+    struct Ending(Option<std::sync::mpsc::Sender<bool>>);
+
+    impl Ending {
+        fn ran_to_its_end(mut self) {
+            if let Some(tell) = self.0.take() {
+                let _ = tell.send(true);
+            }
+        }
+    }
+
+    impl Drop for Ending {
+        fn drop(&mut self) {
+            if let Some(tell) = self.0.take() {
+                let _ = tell.send(false);
+            }
+        }
+    }
+
     /// A call polled once, pending, then dropped: whether its work ran on.
+    /// The work waits for a go given after the drop (or its token), so
+    /// what it did is read from how it ended, not from how long it took.
     fn ran_on_after_drop(cancel: impl FnOnce(CancellationToken) -> Cancel) -> bool {
         let rt = runtime();
         let token = CancellationToken::new();
-        let ended = Arc::new(AtomicBool::new(false));
-        let (given, ends) = (token.clone(), ended.clone());
+        let (tell, told) = std::sync::mpsc::channel();
+        let (go, gone) = tokio::sync::oneshot::channel::<()>();
+        let given = token.clone();
         let mut call = Spawned::new(rt.handle().clone(), cancel(token.clone()), async move {
+            let ending = Ending(Some(tell));
             tokio::select! {
                 _ = given.cancelled() => {}
-                _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+                _ = gone => {}
             }
-            ends.store(true, Ordering::SeqCst);
+            ending.ran_to_its_end();
             Ok(())
         });
         let first = Pin::new(&mut call).poll(&mut Context::from_waker(noop_waker()));
         assert!(first.is_pending());
         drop(call);
-        rt.block_on(async { tokio::time::sleep(Duration::from_millis(60)).await });
-        ended.load(Ordering::SeqCst)
+        let _ = go.send(());
+        told.recv_timeout(Duration::from_secs(30))
+            .expect("the work ended or was dropped (30 s: a hang)")
     }
 
     // LOCK-11 and LOCK-18: dropped while its task runs, a call is aborted
