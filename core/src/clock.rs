@@ -477,13 +477,15 @@ mod tests {
         let clock = Clock::from(virt.clone());
         let seen = Arc::new(Mutex::new(Vec::new()));
         for secs in [2u64, 1] {
-            let (clock, seen) = (clock.clone(), seen.clone());
-            rt.spawn(async move {
-                clock
+            let (task_clock, seen) = (clock.clone(), seen.clone());
+            // Started: the clock takes no step before the task set its
+            // timer, however late a loaded machine first polls it.
+            rt.spawn(clock.started(async move {
+                task_clock
                     .sleep_until(Instant::from_origin(Duration::from_secs(secs)))
                     .await;
-                seen.lock().unwrap().push(clock.now());
-            });
+                seen.lock().unwrap().push(task_clock.now());
+            }));
         }
         virt.advance_blocking(Duration::from_secs(3), Duration::from_millis(20));
         let at = |s| Instant::from_origin(Duration::from_secs(s));
