@@ -5,7 +5,7 @@
 mod common;
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{data_dir, Client, ServerProcess};
 use leasehold::remote::protocol::{Reply, Request, ServerFrame, WireGrant};
@@ -62,7 +62,10 @@ async fn lost(
 
 // LOCK-06, LOCK-05: one RenewGroup keeps every lease of the group past its
 // ttl; without it they expire together, each pushed as lost, and the
-// expired group cannot be renewed back.
+// expired group cannot be renewed back. The renewals come every 300 ms; a
+// loaded machine that let a whole ttl pass between one's send and the next
+// one's answer (measured) proves nothing, and the test says so rather than
+// fail.
 #[tokio::test]
 async fn lock_06_one_renew_group_keeps_every_lease_and_they_expire_together() {
     let dir = data_dir();
@@ -76,9 +79,22 @@ async fn lock_06_one_renew_group_keeps_every_lease_and_they_expire_together() {
                 .lease_id,
         );
     }
+    let ttl = Duration::from_secs(1);
+    let mut last = Instant::now();
     for _ in 0..8 {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(a.request(renew_group(1_000)).await, Ok(Reply::GroupRenewed));
+        let sent = Instant::now();
+        let renewed = a.request(renew_group(1_000)).await;
+        if renewed != Ok(Reply::GroupRenewed) && last.elapsed() >= ttl {
+            println!(
+                "LOCK-06: {:?} from a renewal's send to the next one's answer, of a 1 s ttl: \
+                 nothing to check",
+                last.elapsed()
+            );
+            return;
+        }
+        assert_eq!(renewed, Ok(Reply::GroupRenewed));
+        last = sent;
     }
     let mut b = Client::welcomed(server.addr, None).await;
     for i in 0..3 {
@@ -97,15 +113,19 @@ async fn lock_06_one_renew_group_keeps_every_lease_and_they_expire_together() {
 }
 
 // LOCK-07: a client back on a new connection renews its group there; the
-// server then pushes the group's losses to that connection.
+// server then pushes the group's losses to that connection. A loaded machine
+// that took a whole ttl from the last grant's send to the renewal's answer
+// (measured) proves nothing, and the test says so rather than fail.
 #[tokio::test]
 async fn lock_07_a_group_renewed_from_a_new_connection_hears_its_losses() {
     let dir = data_dir();
     let server = ServerProcess::start(dir.path(), &[]);
     let mut leases = HashSet::new();
+    let mut asked = Instant::now();
     {
         let mut a = Client::welcomed(server.addr, None).await;
         for i in 0..2u128 {
+            asked = Instant::now();
             leases.insert(
                 granted(&mut a, hold_in_group(&format!("k{i}"), i + 1, 1_000))
                     .await
@@ -114,7 +134,16 @@ async fn lock_07_a_group_renewed_from_a_new_connection_hears_its_losses() {
         }
     }
     let mut b = Client::welcomed(server.addr, None).await;
-    assert_eq!(b.request(renew_group(1_000)).await, Ok(Reply::GroupRenewed));
+    let renewed = b.request(renew_group(1_000)).await;
+    if renewed != Ok(Reply::GroupRenewed) && asked.elapsed() >= Duration::from_secs(1) {
+        println!(
+            "LOCK-07: {:?} from the grant's send to the renewal's answer, of a 1 s ttl: \
+             nothing to check",
+            asked.elapsed()
+        );
+        return;
+    }
+    assert_eq!(renewed, Ok(Reply::GroupRenewed));
     assert_eq!(lost(&mut b, 2, "expired").await, leases);
 }
 
