@@ -9,11 +9,16 @@ import (
 )
 
 // lock21TTL is the ttl of LOCK-21's tests; lock21Bound is the contract's
-// bound on Hold after the kill: the holder's deadline (before the ttl) plus
-// a round trip.
+// bound on Hold after the kill: the holder's deadline is at most ttl -
+// margin (the default margin, a tenth of the ttl) after it (the grant or
+// renewal it counts from was sent before the kill), and a Hold that waited
+// for its release, or for the store, would end a ttl or a connect timeout
+// (5 s) after that deadline. Half a ttl past the deadline tells the two
+// apart and leaves a loaded machine's scheduling a second (the Rust test:
+// server/tests/holder_engine.rs).
 const (
 	lock21TTL   = 2 * time.Second
-	lock21Bound = lock21TTL + 500*time.Millisecond
+	lock21Bound = lock21TTL - lock21TTL/10 + lock21TTL/2
 )
 
 // killServer kills the server process (SIGKILL) and answers when.
@@ -26,7 +31,8 @@ func killServer(t *testing.T, server *os.Process) time.Time {
 }
 
 // The function waits for the loss (its ctx is done with cause ErrLost)
-// after a kill -9 of the server; Hold fails ErrLost within ttl + 0.5 s.
+// after a kill -9 of the server; Hold fails ErrLost by the holder's
+// deadline (lock21Bound).
 // LOCK-21
 func TestLock21AKilledStoreFailsTheHoldAtTheDeadline(t *testing.T) {
 	url, server := startServerProcess(t)
@@ -57,14 +63,15 @@ func TestLock21AKilledStoreFailsTheHoldAtTheDeadline(t *testing.T) {
 	if !errors.Is(err, ErrLost) {
 		t.Fatalf("Hold answered %v after the kill, not ErrLost", err)
 	}
+	t.Logf("LOCK-21: Hold returned %v after the kill (bound %v)", elapsed, lock21Bound)
 	if elapsed >= lock21Bound {
 		t.Fatalf("Hold returned %v after the kill, ttl %v", elapsed, lock21TTL)
 	}
 }
 
 // The function returns at once after a kill -9 of the server; Hold fails
-// ErrLost (expired) within ttl + 0.5 s, not after a release that cannot
-// reach the store.
+// ErrLost (expired) by the holder's deadline (lock21Bound), not after a
+// release that cannot reach the store.
 // LOCK-21
 func TestLock21AnUnreachableStoreBoundsTheReleaseByTheDeadline(t *testing.T) {
 	url, server := startServerProcess(t)
@@ -86,6 +93,7 @@ func TestLock21AnUnreachableStoreBoundsTheReleaseByTheDeadline(t *testing.T) {
 	if !errors.Is(err, ErrLost) || !errors.As(err, &e) || e.Reason != Expired {
 		t.Fatalf("Hold answered %v after the kill, not ErrLost (expired)", err)
 	}
+	t.Logf("LOCK-21: Hold returned %v after the kill (bound %v)", elapsed, lock21Bound)
 	if elapsed >= lock21Bound {
 		t.Fatalf("Hold returned %v after the kill, ttl %v", elapsed, lock21TTL)
 	}

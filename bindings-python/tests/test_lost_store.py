@@ -17,8 +17,14 @@ import leasehold
 from conftest import Server, start_server, stop_server
 
 TTL = 2.0
-# The bound of LOCK-21: the holder's deadline (before the ttl) plus a round trip.
-BOUND = TTL + 0.5
+# LOCK-21's bound on the hold, from the kill: the holder's deadline is at most
+# ttl - margin (the default margin, a tenth of the ttl) after it (the grant or
+# renewal it counts from was sent before the kill), and a hold that waited for
+# its release, or for the store, would end a ttl or a connect timeout (5 s)
+# after that deadline. Half a ttl past the deadline tells the two apart and
+# leaves a loaded machine's scheduling a second (the Rust test:
+# server/tests/holder_engine.rs).
+BOUND = TTL - TTL / 10 + TTL / 2
 
 
 @pytest.fixture
@@ -38,7 +44,7 @@ def kill(server: Server) -> float:
 
 
 # LOCK-21: the function waits for the loss (the block is cancelled), and the
-# hold raises LeaseLost within ttl + 0.5 s of the kill.
+# hold raises LeaseLost by the holder's deadline (BOUND) after the kill.
 async def test_LOCK_21_a_killed_store_fails_the_hold_at_the_deadline(own_server: Server) -> None:
     store = await leasehold.connect(own_server.url)
     try:
@@ -56,14 +62,15 @@ async def test_LOCK_21_a_killed_store_fails_the_hold_at_the_deadline(own_server:
         assert lease.lost
         assert raised.value.code == "Lost"
         assert isinstance(raised.value.__cause__, asyncio.CancelledError)
+        print(f"LOCK-21: hold raised {elapsed:.3f} s after the kill (bound {BOUND} s)")
         assert elapsed < BOUND, f"hold raised {elapsed:.3f} s after the kill, ttl {TTL} s"
     finally:
         await store.close()
 
 
 # LOCK-21: the function returns at once after the kill: the hold raises
-# LeaseLost (expired) within ttl + 0.5 s, not after a release that cannot
-# reach the store.
+# LeaseLost (expired) by the holder's deadline (BOUND), not after a release
+# that cannot reach the store.
 async def test_LOCK_21_an_unreachable_store_bounds_the_release_by_the_deadline(
     own_server: Server,
 ) -> None:
@@ -77,6 +84,7 @@ async def test_LOCK_21_an_unreachable_store_bounds_the_release_by_the_deadline(
         assert killed_at is not None
         elapsed = time.monotonic() - killed_at
         assert raised.value.code == "Lost" and raised.value.reason == "expired"
+        print(f"LOCK-21: hold raised {elapsed:.3f} s after the kill (bound {BOUND} s)")
         assert elapsed < BOUND, f"hold raised {elapsed:.3f} s after the kill, ttl {TTL} s"
     finally:
         await store.close()
