@@ -130,11 +130,10 @@ func TestLock22HoldManyAllOrNone(t *testing.T) {
 				others = append(others, key)
 			}
 		}
-		start := time.Now()
+		// Released at once: within half the default 10 s ttl (a lease left
+		// to run out would hold its key the whole ttl), or HoldMany fails
+		// ErrWaitTimeout.
 		mustBeFree(t, rival, others, 5*time.Second)
-		if took := time.Since(start); took > 5*time.Second {
-			t.Fatalf("the other keys were free only after %v", took)
-		}
 	})
 }
 

@@ -226,9 +226,14 @@ func TestServerSlot07TimeoutOfAFrozenStore(t *testing.T) {
 	}
 
 	// The same namespace with a 300 ms timeout (not part of what SLOT-02 fixes), on a frozen server.
+	// A timed-out call ends no sooner than its timeout; how much later is logged. The server
+	// stays frozen until they ended: a call that waited for it would end only with hung's 30 s,
+	// Cancelled, not Timeout.
 	slots = openSlots(t, store, "frozen", Limit(1), Timeout(300*time.Millisecond))
 	freeze(t, server)
 	defer func() { _ = server.Signal(syscall.SIGCONT) }()
+	hung, stop := context.WithTimeout(ctx, 30*time.Second)
+	defer stop()
 	timedOut := func(what string, err error, took time.Duration) {
 		t.Helper()
 		var e *Error
@@ -238,18 +243,19 @@ func TestServerSlot07TimeoutOfAFrozenStore(t *testing.T) {
 		if !IsTimeout(fmt.Errorf("wrapped: %w", err)) {
 			t.Fatalf("IsTimeout does not see through a wrap")
 		}
-		if took < 250*time.Millisecond || took > 5*time.Second {
+		t.Logf("SLOT-07: %s timed out after %v (the timeout is 300ms)", what, took)
+		if took < 250*time.Millisecond {
 			t.Fatalf("%s timed out after %v, the timeout is 300ms", what, took)
 		}
 	}
 	start := time.Now()
-	_, _, err = slots.Acquire(ctx, newOwner(t, "c"))
+	_, _, err = slots.Acquire(hung, newOwner(t, "c"))
 	timedOut("Acquire", err, time.Since(start))
 	start = time.Now()
-	_, _, err = slots.Renew(ctx, a)
+	_, _, err = slots.Renew(hung, a)
 	timedOut("Renew", err, time.Since(start))
 	start = time.Now()
-	_, err = slots.Release(ctx, a, a.Floor())
+	_, err = slots.Release(hung, a, a.Floor())
 	timedOut("Release", err, time.Since(start))
 
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
