@@ -2,15 +2,19 @@
 //! built on the real embedded driver (every other call goes to it unchanged),
 //! must each fail the check that names the contract they break.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use leasehold::clock::{Clock, VirtualClock};
-use leasehold::driver::{Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo};
+use leasehold::driver::{
+    loss_channel, Capabilities, Driver, GiveUp, Grant, Granted, HoldAnswer, HoldRequest,
+    HolderInfo, KeyName, LossSender,
+};
 use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
 use leasehold::{ErrorKind, GroupId, LeaseId, MemoryDriver, MemoryOptions, RequestId, Result};
 use spec_tests::conformance::{self, Harness, Time};
+use tokio::sync::oneshot;
 
 #[derive(Clone, Copy, Debug)]
 enum Fault {
@@ -20,11 +24,31 @@ enum Fault {
     ForgetsRequestIds,
     /// Claims to push grants but never lets a request wait in line.
     NeverQueues,
+    /// Never tells a holder that its lease ran out.
+    NeverTellsAnExpiry,
+    /// Queues a request but never pushes its grant.
+    NeverPushes,
+    /// Grants a request that must wait at once (a lease on a key of its
+    /// own), while the lease it waits behind lasts.
+    GrantsWaitersEarly,
 }
 
 struct Faulty {
     inner: MemoryDriver,
     fault: Fault,
+    /// The ends of the channels the fault keeps silent, kept open.
+    silent: Mutex<Vec<Silent>>,
+}
+
+enum Silent {
+    Loss(#[allow(dead_code)] LossSender),
+    Grant(#[allow(dead_code)] oneshot::Sender<Result<Granted>>),
+}
+
+impl Faulty {
+    fn keep(&self, silent: Silent) {
+        self.silent.lock().unwrap().push(silent);
+    }
 }
 
 #[async_trait]
@@ -55,6 +79,40 @@ impl Driver for Faulty {
                     })
                     .await
             }
+            Fault::NeverTellsAnExpiry => match self.inner.hold(request).await? {
+                HoldAnswer::Granted(mut g) => {
+                    let (tx, rx) = loss_channel();
+                    self.keep(Silent::Loss(tx));
+                    g.lost = rx;
+                    Ok(HoldAnswer::Granted(g))
+                }
+                other => Ok(other),
+            },
+            Fault::NeverPushes => match self.inner.hold(request).await? {
+                HoldAnswer::Queued { ahead, .. } => {
+                    let (tx, waiting) = oneshot::channel();
+                    self.keep(Silent::Grant(tx));
+                    Ok(HoldAnswer::Queued { waiting, ahead })
+                }
+                other => Ok(other),
+            },
+            Fault::GrantsWaitersEarly => match self.inner.hold(request.clone()).await? {
+                HoldAnswer::Queued { ahead, .. } => {
+                    let name = &request.name;
+                    let elsewhere = HoldRequest {
+                        name: KeyName::new(name.lock.clone(), format!("{}/early", name.key)),
+                        request_id: RequestId::random(),
+                        queue: false,
+                        ..request
+                    };
+                    let (tx, waiting) = oneshot::channel();
+                    if let HoldAnswer::Granted(g) = self.inner.hold(elsewhere).await? {
+                        let _ = tx.send(Ok(g));
+                    }
+                    Ok(HoldAnswer::Queued { waiting, ahead })
+                }
+                other => Ok(other),
+            },
             Fault::ReleaseSwallowsLost => self.inner.hold(request).await,
         }
     }
@@ -99,18 +157,39 @@ impl Driver for Faulty {
     }
 }
 
-async fn failed_checks(fault: Fault) -> Vec<&'static str> {
+async fn failures(fault: Fault) -> Vec<(&'static str, String)> {
     let report = conformance::run(|| async move {
         let clock = VirtualClock::new();
         let options = MemoryOptions::default().clock(clock.clone().into());
         let inner = MemoryDriver::new(options, &tokio::runtime::Handle::current());
         Harness {
-            driver: Arc::new(Faulty { inner, fault }),
+            driver: Arc::new(Faulty {
+                inner,
+                fault,
+                silent: Mutex::new(Vec::new()),
+            }),
             time: Time::Virtual(clock),
         }
     })
     .await;
-    report.failed.iter().map(|(name, _)| *name).collect()
+    report.failed
+}
+
+async fn failed_checks(fault: Fault) -> Vec<&'static str> {
+    failures(fault)
+        .await
+        .into_iter()
+        .map(|(name, _)| name)
+        .collect()
+}
+
+/// Why `check` failed under `fault`; panics, listing the failures, if it passed.
+async fn why_failed(fault: Fault, check: &str) -> String {
+    let failed = failures(fault).await;
+    match failed.iter().find(|(name, _)| *name == check) {
+        Some((_, why)) => why.clone(),
+        None => panic!("{check} passed under {fault:?}: {failed:?}"),
+    }
 }
 
 #[tokio::test]
@@ -141,4 +220,29 @@ async fn a_driver_that_never_queues_fails_the_line_checks() {
     ] {
         assert!(failed.contains(&check), "{check} passed: {failed:?}");
     }
+}
+
+// LOCK-05, LOCK-16: a store that never tells a holder its lease ran out
+// fails the expiry check at EXPIRY_GUARD (tokio's time is paused: the
+// guards' real-time waits pass at once).
+#[tokio::test(start_paused = true)]
+async fn a_driver_that_never_tells_an_expiry_fails_lock_05() {
+    let why = why_failed(Fault::NeverTellsAnExpiry, "lease_expires_at_its_ttl").await;
+    assert!(why.contains("the store did not let it go"), "{why}");
+}
+
+// LOCK-16: a waiter whose grant is never pushed fails the expiry check, its
+// wait counted from its holder hearing the loss.
+#[tokio::test(start_paused = true)]
+async fn a_driver_that_never_pushes_fails_lock_16() {
+    let why = why_failed(Fault::NeverPushes, "lease_expires_at_its_ttl").await;
+    assert!(why.contains("no grant was pushed within"), "{why}");
+}
+
+// LOCK-16: a waiter granted while the lease before it lasts fails the
+// expiry check.
+#[tokio::test(start_paused = true)]
+async fn a_driver_that_grants_a_waiter_early_fails_lock_16() {
+    let why = why_failed(Fault::GrantsWaitersEarly, "lease_expires_at_its_ttl").await;
+    assert!(why.contains("while the lease before it lasted"), "{why}");
 }
