@@ -28,9 +28,12 @@ export SCCACHE_IDLE_TIMEOUT ?= 300
 # Set when sccache is installed (each step of `make test` is a make of its
 # own, run after `make setup`, so each sees it); a RUSTC_WRAPPER of the
 # caller's, empty included, is kept.
+# It runs through tools/sccache/rustc-wrapper, which keeps the clone's
+# target directory out of the cache's keys.
 ifeq ($(origin RUSTC_WRAPPER),undefined)
 ifneq ($(wildcard $(SCCACHE)),)
-export RUSTC_WRAPPER := $(SCCACHE)
+export LEASEHOLD_SCCACHE := $(SCCACHE)
+export RUSTC_WRAPPER := $(CURDIR)/tools/sccache/rustc-wrapper
 endif
 endif
 
