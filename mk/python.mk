@@ -1,11 +1,13 @@
 # The Python binding (bindings-python/, package `leasehold`, crate
 # leasehold-python): docs/python.md. Included by the root Makefile.
-#   make python-test         installs the package as a user would (pip install
-#                            ./bindings-python in a virtual environment under the
-#                            target dir; maturin builds the native module), ruff,
-#                            mypy --strict (the package, a typed usage example, the
-#                            tests), stubtest (_native.pyi against the module),
-#                            pytest on the embedded, a server and an etcd store
+#   make python-test         installs the package as a user would from an index
+#                            (the x86_64 wheel `make dist` builds, into a virtual
+#                            environment under the target dir), ruff, mypy --strict
+#                            (the package, a typed usage example, the tests), stubtest
+#                            (_native.pyi against the module), pytest on the
+#                            embedded, a server and an etcd store
+#   make python-install      installs it from the checkout (pip install ./bindings-python:
+#                            maturin builds the native module), for the demo and bench
 #   make check-python        `make check`'s: ruff, mypy, then pytest on a debug build of
 #                            the native module (no install, no etcd, no PostgreSQL)
 #   make demo-holder-python  the Python holder of `make demo`
@@ -22,14 +24,14 @@ PY_SOURCES := $(shell find $(PY_DIR)/src $(PY_DIR)/python core/src bridge/src -t
 	$(PY_DIR)/Cargo.toml $(PY_DIR)/pyproject.toml $(PY_DIR)/README.md
 PY_CHECKED := python examples bench demo tests
 
-TEST_STEPS += python-test
+TEST_AFTER_DIST += python-test
 CHECK_STEPS += check-python
 SETUP += $(PY_TOOLS)
 DEMO_HOLDERS += python
 # The crate has no Rust tests (its tests are the Python ones below).
 RUST_TEST_EXCLUDE += --exclude leasehold-python
 
-.PHONY: python-test python-install python-lint check-python demo-holder-python bench-python
+.PHONY: python-test python-install python-wheel-install python-lint check-python demo-holder-python bench-python
 
 # A virtual environment with the tools (maturin, pytest, pytest-asyncio, mypy,
 # ruff, uvloop for the benchmark) from PyPI: `make setup`'s.
@@ -47,9 +49,30 @@ $(PY_TOOLS): $(PY_DIR)/requirements-dev.txt
 $(PY_INSTALLED): $(PY_SOURCES)
 	@test -x $(PY) || { echo "no $(PY_VENV): run make setup"; exit 1; }
 	PATH="$(abspath $(PY_VENV))/bin:$$PATH" $(PY) -m pip install -q --disable-pip-version-check --no-build-isolation --force-reinstall ./$(PY_DIR)
+	rm -f $(PY_WHEEL_INSTALLED)
 	touch $@
 
 python-install: $(PY_INSTALLED)
+
+# What `make test` installs into the same venv instead (for python-test and
+# the Python holders of the chaos smoke and the live page's test): the
+# x86_64 wheel that `make dist` builds, as a user installs it from an index,
+# so that the tests run the module that ships and no second release build of
+# it is made. The build from the package's sources that `pip install
+# ./bindings-python` makes (maturin, above) is the one `make dist-test`
+# makes from the sdist (packaging/consumer/sdist.sh). Each install removes
+# the other's mark.
+PY_WHEEL = $(DIST)/python/leasehold-$(shell packaging/version.sh)-cp311-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl
+PY_WHEEL_INSTALLED := $(PY_VENV)/.leasehold-wheel-installed
+$(PY_WHEEL): $(PY_SOURCES)
+	@$(MAKE) --no-print-directory dist-python
+$(PY_WHEEL_INSTALLED): $(PY_WHEEL)
+	@test -x $(PY) || { echo "no $(PY_VENV): run make setup"; exit 1; }
+	$(PY) -m pip install -q --disable-pip-version-check --force-reinstall --no-deps --no-index $(PY_WHEEL)
+	rm -f $(PY_INSTALLED)
+	touch $@
+
+python-wheel-install: $(PY_WHEEL_INSTALLED)
 
 python-lint:
 	cd $(PY_DIR) && $(PY_VENV)/bin/ruff format --check $(PY_CHECKED)
@@ -61,12 +84,15 @@ STUBTEST := $(PY) -m mypy.stubtest leasehold._native
 
 # The tests start `leasehold serve` themselves, from the debug build, and the
 # etcd fault tests etcd-cluster ($LEASEHOLD_ETCD_CLUSTER, exported by mk/etcd.mk).
-python-test: etcd etcd-cluster python-install python-lint
+python-test: etcd etcd-cluster python-wheel-install python-lint
 	$(CARGO) build -q $(RUST_DEBUG)
 	cd $(PY_DIR) && $(STUBTEST)
 	cd $(PY_DIR) && CARGO_TARGET_DIR=$(CARGO_TARGET_DIR) $(PY) -m pytest -q -p no:cacheprovider
 
-demo-holder-python: python-install
+# The holder runs the package as PY_HOLDER_INSTALL installs it: from the
+# checkout, or, in `make test`'s demo, from the wheel the other steps installed.
+PY_HOLDER_INSTALL ?= python-install
+demo-holder-python: $(PY_HOLDER_INSTALL)
 	@$(PY) $(PY_DIR)/demo/holder.py
 
 # uvloop (in the venv) gives the benchmark's row of the same cycle on its event loop.

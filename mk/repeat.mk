@@ -22,7 +22,7 @@ REPEAT_RUST_TESTS := --test faults --test flood --test failover --test member_fa
 
 .PHONY: test-repeat repeat-rust repeat-python repeat-node repeat-go repeat-jvm repeat-chaos
 
-test-repeat: setup etcd etcd-cluster postgres python-install node-install jvm-lib $(CHAOS_HOLDERS_BUILT)
+test-repeat: setup etcd etcd-cluster postgres python-wheel-install node-install jvm-lib $(CHAOS_HOLDERS_BUILT)
 	$(CARGO) test --no-run -q $(RUST_CRATES) $(REPEAT_RUST_TESTS)
 	@MAKE="$(MAKE)" tools/test-repeat --rounds $(REPEAT_N) --load $(REPEAT_LOAD) $(REPEAT_SUITES); \
 		status=$$?; $(MAKE) --no-print-directory $(TEST_FINALLY); exit $$status

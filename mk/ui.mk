@@ -10,7 +10,7 @@ UI_DIR := ui
 UI_DEV := $(UI_DIR)/node_modules/.installed
 
 APT_PACKAGES += chromium
-TEST_STEPS += ui-test
+TEST_AFTER_DIST += ui-test
 SETUP += $(UI_DEV)
 
 .PHONY: ui-test bench-live
@@ -24,7 +24,7 @@ $(UI_DEV): $(UI_DIR)/package-lock.json
 # The test and the page's own files, formatted as the Node binding's are.
 UI_FORMATTED := $(UI_DIR)/*.mjs server/src/live/page/*.js server/src/live/page/*.css server/src/live/page/*.html
 
-ui-test: etcd postgres $(NODE_ADDON) $(PY_INSTALLED)
+ui-test: etcd postgres $(NODE_ADDON) python-wheel-install
 	@test -f $(UI_DEV) || { echo "no $(UI_DIR)/node_modules: run make setup"; exit 1; }
 	$(NODE_DIR)/node_modules/.bin/prettier --config $(UI_DIR)/.prettierrc.json --check $(UI_FORMATTED)
 	$(CARGO) build -q $(RUST_DEBUG)

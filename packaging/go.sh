@@ -34,7 +34,7 @@ for arch in "${PLATFORMS[@]}"; do
   # object of it, linked by zig against glibc GLIBC_FLOOR's symbols into a
   # scratch shared library, must resolve there, at or below the floor.
   linked="$CARGO_TARGET_DIR/go-dist/glibc-check-$arch.so"
-  "$CARGO_TARGET_DIR/packaging/python-tools/bin/python" -m ziglang cc -target "$arch-linux-gnu.$GLIBC_FLOOR" -shared \
+  "${PACKAGING_TOOLS:?}/bin/python" -m ziglang cc -target "$arch-linux-gnu.$GLIBC_FLOOR" -shared \
     -o "$linked" -Wl,--whole-archive "$into/libleasehold_ffi.a" -Wl,--no-whole-archive \
     -lgcc_s -lutil -lrt -lpthread -lm -ldl
   echo "go.sh: $arch library $(du -h "$lib" | cut -f1) built, $(du -h "$into/libleasehold_ffi.a" | cut -f1) without debug info, links at GLIBC_$(check_glibc "$linked")"

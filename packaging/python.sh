@@ -15,7 +15,7 @@
 # Checks each (names, version $VERSION, tags with `auditwheel show`, glibc
 # symbols, the sdist's contents) and fails if one is not what it should
 # be. maturin, wheel and auditwheel are those `make setup` installed from
-# PyPI into a virtual environment under $CARGO_TARGET_DIR
+# PyPI into a virtual environment of their own ($PACKAGING_TOOLS, mk/dist.mk)
 # (bindings-python/requirements-packaging.txt).
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
@@ -30,7 +30,7 @@ if [ -n "${CARGO:-}" ] && [ "${CARGO#*/}" != "$CARGO" ]; then
   PATH="$(cd "$(dirname "$CARGO")" && pwd):$PATH"
 fi
 
-tools="$CARGO_TARGET_DIR/packaging/python-tools"
+tools="${PACKAGING_TOOLS:?}"
 requirements="$root/bindings-python/requirements-packaging.txt"
 cmp -s "$requirements" "$tools/requirements.txt" ||
   fail "the packaging tools in $tools are missing or not those of $requirements: run make setup"

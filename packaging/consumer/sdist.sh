@@ -11,7 +11,7 @@
 # while the sdist's own crates (at their own paths) are built afresh.
 set -euo pipefail
 : "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
-wheelhouse="$CARGO_TARGET_DIR/packaging/python-tools/wheelhouse"
+wheelhouse="${PACKAGING_TOOLS:?}/wheelhouse"
 [ -d "$wheelhouse" ] || { echo "sdist.sh: no $wheelhouse: run make setup" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/leasehold-sdist.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
