@@ -18,7 +18,7 @@ export PROTOC := $(CURDIR)/tools/no-protoc
 # (mk/dist.mk).
 LEASEHOLD_CACHE ?= $(HOME)/.cache/leasehold
 
-.PHONY: all setup setup-apt demo demo-embedded demo-test test check check-rust lint fmt-check clippy rustdoc \
+.PHONY: all setup setup-apt demo demo-embedded demo-test test check check-rust lint fmt-check clippy rustdoc tools-lint \
 	rust-test rust-debug coverage bench bench-embedded bench-compare bench-ids bench-instructions toolchain
 
 all: test
@@ -114,7 +114,7 @@ test: setup
 check:
 	@MAKE="$(MAKE)" tools/steps $(CHECK_STEPS)
 
-lint: fmt-check clippy rustdoc
+lint: fmt-check clippy rustdoc tools-lint
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -125,6 +125,14 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked \
 		--features leasehold-ffi/testing,leasehold-jvm/testing,leasehold-bench/compare -- -D warnings
+
+# The Makefile's own Python tools, checked as the plots' scripts are: ruff,
+# and mypy --strict one at a time (scripts, each a module named __main__).
+TOOLS_PY := tools/steps tools/test-repeat
+tools-lint:
+	$(PY_VENV)/bin/ruff format --line-length 100 --check $(TOOLS_PY)
+	$(PY_VENV)/bin/ruff check --line-length 100 $(TOOLS_PY)
+	for tool in $(TOOLS_PY); do $(PY_VENV)/bin/mypy --strict $$tool || exit 1; done
 
 # The core's API docs, every intra-doc link resolved.
 rustdoc:

@@ -15,7 +15,10 @@ FUZZ_DIR := $(CARGO_TARGET_DIR)/fuzz
 # Per input: at most 10 s and 2 GiB; -print_final_stats gives the count of executions.
 FUZZ_FLAGS := -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 
-TEST_STEPS += fuzz-smoke
+# In make test's second lane, after the packaging build and its installs
+# (tools/steps), where it would otherwise stand idle while the first lane's
+# last steps run.
+TEST_BESIDE += fuzz-smoke
 SETUP += fuzz-tools
 
 .PHONY: fuzz fuzz-smoke fuzz-tools fuzz-build fuzz-smoke-build fuzz-seeds

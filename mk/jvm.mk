@@ -48,9 +48,13 @@ $(JVM_GENERATED): $(JVM_TEST_LIB)
 # server-store tests start target/debug/leasehold, the etcd ones
 # $(LEASEHOLD_ETCD), the etcd fault tests $(LEASEHOLD_ETCD_CLUSTER) (both
 # exported by mk/etcd.mk). RUST_BACKTRACE unset: the panic test's panic prints one line.
+# The same Maven run writes the test classpath the demo's holder and the
+# benchmark run with (JVM_CLASSPATH, below), so that `make test`'s demo
+# compiles nothing again.
 jvm-test: etcd etcd-cluster jvm-lib
 	$(CARGO) build -q $(RUST_DEBUG)
-	cd $(JVM_DIR) && env -u RUST_BACKTRACE $(MVN) $(MVN_FLAGS) test \
+	cd $(JVM_DIR) && env -u RUST_BACKTRACE $(MVN) $(MVN_FLAGS) test dependency:build-classpath \
+		-Dmdep.includeScope=test -Dmdep.outputFile=$(JVM_CLASSPATH) \
 		-Dleasehold.generated=$(JVM_OUT)/testing/generated \
 		-Dleasehold.libdir=$(CARGO_TARGET_DIR)/debug \
 		-Dleasehold.bin=$(CARGO_TARGET_DIR)/debug/leasehold
