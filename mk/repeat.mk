@@ -22,6 +22,9 @@ REPEAT_RUST_TESTS := --test faults --test flood --test failover --test member_fa
 
 .PHONY: test-repeat repeat-rust repeat-python repeat-node repeat-go repeat-jvm repeat-chaos
 
+# Built as `make test` builds (not incrementally), so that a run after it
+# compiles nothing again.
+test-repeat: export CARGO_INCREMENTAL = 0
 test-repeat: setup etcd etcd-cluster postgres python-wheel-install node-install jvm-lib $(CHAOS_HOLDERS_BUILT)
 	$(CARGO) test --no-run -q $(RUST_CRATES) $(REPEAT_RUST_TESTS)
 	@MAKE="$(MAKE)" tools/test-repeat --rounds $(REPEAT_N) --load $(REPEAT_LOAD) $(REPEAT_SUITES); \
