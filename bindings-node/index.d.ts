@@ -115,8 +115,8 @@ export interface ConnectOptions {
   acceptOldEtcd?: boolean
   /** How long one connection attempt may take (5 s by default). */
   connectTimeout?: Duration
-  /** What this client is called where the store shows its holders: the server store's live page, PostgreSQL's `application_name` (at most 128 bytes, no control characters). */
-  clientName?: string
+  /** Who this client is (WHO-01): recorded with every lease it takes and shown wherever a holder is (`lock.holder`, `leasehold ls`, the live page); at most 256 bytes, no control characters, by default `hostname:pid`. */
+  identity?: string
   /** Aborting it gives up connecting (`CANCELLED`; a store that connects later is closed at once). */
   signal?: AbortSignal
 }
@@ -175,7 +175,7 @@ export interface SlotHoldOptions {
   signal?: AbortSignal
 }
 
-/** One holder, as `store.holders()` lists it. */
+/** One holder, as `store.holders()` lists it and `lock.holder(key)` answers it (WHO-02). */
 export interface HolderInfo {
   /** The lock's name (empty for manual leases). */
   lock: string
@@ -186,6 +186,10 @@ export interface HolderInfo {
   heldFor: number
   /** Milliseconds before the store lets the lease go unless renewed; `null`: not by time. */
   expiresIn: number | null
+  /** The identity of the store handle that took the lease (WHO-01). */
+  identity: string
+  /** How many requests wait in the key's line. */
+  waiting: number
 }
 
 /** A store of leases: `memory()` or `await connect(url)`. */
@@ -235,6 +239,12 @@ export class Lock {
    * even if `fn` resolved (LOCK-10).
    */
   hold<T>(key: string, fn: (lease: Lease) => T | PromiseLike<T>, options?: HoldOptions): Promise<T>
+  /**
+   * Who holds `key` now, from a linearizable read of the store (WHO-02):
+   * its holder's identity, fence, times and how many wait, or `null` when
+   * nobody does. A connection admitted only to read may ask.
+   */
+  holder(key: string, options?: SignalOptions): Promise<HolderInfo | null>
   /**
    * Waits in line for every key of `keys` at once, runs `fn(leases)` holding
    * them all, and releases them all when `fn` settles (LOCK-22). Each lease

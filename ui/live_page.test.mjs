@@ -51,7 +51,7 @@ function pythonHolder(url, key) {
   const script = [
     'import asyncio, sys, leasehold',
     'async def main():',
-    '    store = await leasehold.connect(sys.argv[1], client_name="python-" + sys.argv[2])',
+    '    store = await leasehold.connect(sys.argv[1], identity="python-" + sys.argv[2])',
     '    async with store.lock("live", ttl="2s").hold(sys.argv[2]) as lease:',
     '        print(lease.fence, flush=True)',
     '        await asyncio.sleep(3600)',
@@ -109,9 +109,9 @@ test('the page shows a held key with its fence, its waiter, a lost holder, and s
   await page.waitForSelector('body[data-state="live"]')
   const url = `leasehold://${ports.listen}`
 
-  // A key held by the test appears with its fence and its holder's name and
-  // connection (the second holder gives no name).
-  const first = await leasehold.connect(url, { clientName: 'node-first' })
+  // A key held by the test appears with its fence and its holder's identity
+  // and connection (the second holder gives none: hostname:pid).
+  const first = await leasehold.connect(url, { identity: 'node-first' })
   const second = await leasehold.connect(url)
   const a = nodeHolder(first, 'node-key')
   const fenceA = await a.fence
@@ -140,7 +140,10 @@ test('the page shows a held key with its fence, its waiter, a lost holder, and s
   )
   const lag = (await shownAt.jsonValue()) - releasedAt
   assert.ok(lag < 1000, `the grant showed ${lag} ms after the release`)
-  assert.match(await cell(page, 'node-key', 'holder').textContent(), /^#\d+ 127\.0\.0\.1:\d+$/)
+  assert.match(
+    await cell(page, 'node-key', 'holder').textContent(),
+    new RegExp(`^\\S+:${process.pid} #\\d+ 127\\.0\\.0\\.1:\\d+$`),
+  )
   // The handoff was timed: the chart's second with it shows its p50 in µs.
   await page.waitForFunction(
     () => Number(document.getElementById('last-handoff')?.textContent) > 0,
@@ -281,16 +284,20 @@ for (const store of ['etcd', 'postgres']) {
     const url = etcd ? etcd.url('ui-test') : `${postgresUrl()}?schema=ui_test`
     const page = await ui(['--store', url])
     try {
-      const holders = await leasehold.connect(url)
+      const holders = await leasehold.connect(url, { identity: `ui-${store}` })
       const held = nodeHolder(holders, `${store}-key`)
       const fence = await held.fence
       const tab = await browser.newPage()
       await tab.goto(`http://${page.http}/`)
       await tab.waitForSelector('body[data-state="live"]')
       await cell(tab, `${store}-key`, 'fence').filter({ hasText: fence }).waitFor()
+      // WHO-02: the holder's identity, as the store recorded it.
+      assert.equal(await cell(tab, `${store}-key`, 'holder').textContent(), `ui-${store}`)
       assert.equal(await tab.locator('#store-name').textContent(), `live · ${store}`)
-      // What a store read from outside cannot show is left out, not shown as 0.
-      assert.equal(await cell(tab, `${store}-key`, 'waiters').isHidden(), true)
+      // What a store read from outside cannot show is left out, not shown as
+      // 0: maxHold and the connections; how many wait it can.
+      assert.equal(await cell(tab, `${store}-key`, 'revoke').isHidden(), true)
+      assert.equal(await cell(tab, `${store}-key`, 'waiters').textContent(), '0')
       assert.equal(await tab.locator('section.connections').isHidden(), true)
       held.release()
       await held.done

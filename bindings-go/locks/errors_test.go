@@ -68,9 +68,9 @@ func TestErr03BadInputFailsWithACode(t *testing.T) {
 	_, _, err = store.TryLock(ctx, "x\x80", time.Minute)
 	check("invalid UTF-8 lease name", err, ErrInvalidArgument)
 	check("a panic inside the library", panicInLibrary(), ErrInternal)
-	for _, name := range []string{"two\nlines", strings.Repeat("x", 129)} {
-		_, err = Connect(ctx, "leasehold://127.0.0.1:1", ClientName(name))
-		check("a bad client name", err, ErrInvalidArgument)
+	for _, name := range []string{"two\nlines", strings.Repeat("x", 257)} {
+		_, err = Connect(ctx, "leasehold://127.0.0.1:1", Identity(name))
+		check("a bad identity", err, ErrInvalidArgument)
 	}
 
 	err = lock.Hold(ctx, "k", func(ctx context.Context, lease *Lease) error {

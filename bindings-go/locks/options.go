@@ -29,7 +29,7 @@ type settings struct {
 	layout                     *IDLayout
 	maxLead                    *time.Duration
 	ownerKey                   *string
-	clientName                 *string
+	identity                   *string
 }
 
 // TTL: how long a lease lasts without renewal, 1 s to 1 h, 10 s when not
@@ -90,11 +90,12 @@ func AcceptOldEtcd() Option {
 	return Option{"AcceptOldEtcd", func(s *settings) { s.acceptOldEtcd = true }}
 }
 
-// ClientName is what this client is called where the store shows its
-// holders: the server store's live page, PostgreSQL's application_name (at
-// most 128 bytes, no control characters).
-func ClientName(name string) Option {
-	return Option{"ClientName", func(s *settings) { s.clientName = &name }}
+// Identity is who this client is (WHO-01): every store records it with
+// every lease the client takes and shows it wherever it shows a holder
+// (Lock.Holder, leasehold ls, the live page). At most 256 bytes, no
+// control characters; by default hostname:pid.
+func Identity(name string) Option {
+	return Option{"Identity", func(s *settings) { s.identity = &name }}
 }
 
 // collect applies opts for call, refusing an option not among allowed.

@@ -3,6 +3,8 @@ package locks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -107,6 +109,68 @@ func TestServerLock14ReadOnlyTokenMayNotHold(t *testing.T) {
 	wl, _ := OpenLock(writer, "l")
 	if held, err := wl.TryHold(ctx, "k", func(context.Context, *Lease) error { return nil }); !held || err != nil {
 		t.Fatalf("writer: %v %v (the reader's attempts left something behind?)", held, err)
+	}
+}
+
+// WHO-01, WHO-02 on the server store: Holder answers nil for a free key,
+// and for a held one the identity its holder connected with, its fence and
+// how many wait; a read-only connection may ask. A store connected without
+// an identity is known as hostname:pid.
+func TestServerWho02HolderNamesTheIdentity(t *testing.T) {
+	url := startServer(t, "--tokens", tokensFile(t))
+	ctx := context.Background()
+	writer := connect(t, url, Token("writer-token"), Identity("billing-3"))
+	other := connect(t, url, Token("writer-token"))
+	reader := connect(t, url, Token("reader-token"))
+	wl, _ := OpenLock(writer, "who", TTL(5*time.Second))
+	ol, _ := OpenLock(other, "who", TTL(5*time.Second))
+	rl, _ := OpenLock(reader, "who")
+	if h, err := rl.Holder(ctx, "k"); h != nil || err != nil {
+		t.Fatalf("a free key: %+v %v", h, err)
+	}
+	waiting := make(chan error, 1)
+	err := wl.Hold(ctx, "k", func(ctx context.Context, lease *Lease) error {
+		go func() {
+			waiting <- ol.Hold(context.Background(), "k", func(context.Context, *Lease) error { return nil })
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			h, err := rl.Holder(ctx, "k")
+			if err != nil {
+				return err
+			}
+			if h == nil || h.Identity != "billing-3" || h.Fence != lease.Fence {
+				t.Fatalf("held by billing-3 at fence %d, Holder says %+v", lease.Fence, h)
+			}
+			if !h.HasExpiry || h.ExpiresIn > 5*time.Second {
+				t.Errorf("expiry: %+v", h)
+			}
+			if h.Waiting == 1 {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the waiter never showed: %+v", h)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	err = ol.Hold(ctx, "k", func(ctx context.Context, lease *Lease) error {
+		h, err := rl.Holder(ctx, "k")
+		want := fmt.Sprintf("%s:%d", host, os.Getpid())
+		if err != nil || h == nil || h.Identity != want {
+			t.Errorf("held by %s, Holder says %+v %v", want, h, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

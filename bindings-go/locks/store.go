@@ -42,10 +42,10 @@ func Memory() *Store {
 // ("etcd://h1:2379,h2:2379/PREFIX", or "etcds://" for TLS; DIST-01) with
 // the options User, CA, ClientCert and AcceptOldEtcd (docs/etcd.md), or
 // PostgreSQL ("postgres://user@h1,h2/db"; PG-01) with the option User
-// (docs/postgres.md). ClientName names this client where the store shows
-// its holders.
+// (docs/postgres.md). Identity says who this client is wherever the
+// store shows its holders (WHO-01).
 func Connect(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	s, err := collect("Connect", opts, "Token", "CA", "User", "ClientCert", "AcceptOldEtcd", "ClientName")
+	s, err := collect("Connect", opts, "Token", "CA", "User", "ClientCert", "AcceptOldEtcd", "Identity")
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s settings) connectOptions() (o *C.lh_connect_options, free func()) {
 	o.client_cert_pem, o.client_cert_pem_len = put(s.clientCert)
 	o.client_key_pem, o.client_key_pem_len = put(s.clientKey)
 	o.accept_old_etcd = C.bool(s.acceptOldEtcd)
-	o.client_name, o.client_name_len = put(text(s.clientName))
+	o.identity, o.identity_len = put(text(s.identity))
 	return o, func() {
 		for _, p := range owned {
 			C.free(p)

@@ -3,10 +3,42 @@
 
 use std::sync::Arc;
 
+use leasehold::driver::HolderInfo;
 use leasehold::Lock;
+use leasehold_bridge::Cancel;
 
+use crate::calls;
 use crate::durations;
+use crate::errors::NativeError;
 use crate::natives::handles;
+
+/// Who holds a key (WHO-02), as `Lock.holder` answers it; durations in
+/// nanoseconds.
+#[derive(uniffi::Record)]
+pub struct NativeHolderInfo {
+    /// The identity of the store handle that took the lease (WHO-01).
+    pub identity: String,
+    /// The lease's fence.
+    pub fence: u64,
+    /// How long ago the lease was granted.
+    pub held_for: i64,
+    /// How long the store keeps it unless renewed; `None`: not by time.
+    pub expires_in: Option<i64>,
+    /// How many requests wait in the key's line.
+    pub waiting: u64,
+}
+
+impl From<HolderInfo> for NativeHolderInfo {
+    fn from(h: HolderInfo) -> NativeHolderInfo {
+        NativeHolderInfo {
+            identity: h.identity,
+            fence: h.fence,
+            held_for: durations::nanos(h.held_for),
+            expires_in: h.expires_in.map(durations::nanos),
+            waiting: u64::try_from(h.waiting).unwrap_or(u64::MAX),
+        }
+    }
+}
 
 /// A lock: a named family of keys with its options (`leasehold::Lock`).
 #[derive(uniffi::Object)]
@@ -51,6 +83,16 @@ impl NativeLock {
     /// The holder's margin before the store's expiry, in nanoseconds.
     pub fn margin(&self) -> i64 {
         durations::nanos(self.lock.margin())
+    }
+
+    /// Who holds `key` now, from a linearizable read of the store
+    /// (WHO-02); `None` when nobody does.
+    pub async fn holder(&self, key: String) -> Result<Option<NativeHolderInfo>, NativeError> {
+        let lock = self.lock.clone();
+        calls::spawn(Cancel::Drop, async move {
+            Ok(lock.holder(&key).await?.map(NativeHolderInfo::from))
+        })
+        .await
     }
 
     /// A handle on this lock for the natives of the hot path

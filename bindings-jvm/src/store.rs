@@ -73,9 +73,9 @@ pub struct NativeConnectOptions {
     /// How long one connection attempt may take, in nanoseconds.
     #[uniffi(default = None)]
     pub connect_timeout: Option<i64>,
-    /// What this client is called where the store shows its holders.
+    /// Who this client is (WHO-01); `hostname:pid` when `None` or empty.
     #[uniffi(default = None)]
-    pub client_name: Option<String>,
+    pub identity: Option<String>,
 }
 
 /// Connects to the store at `url` (`Store::connect`): the server store

@@ -100,6 +100,8 @@ export interface NativeHolderInfo {
   fence: bigint
   heldFor: number
   expiresIn: number | null
+  identity: string
+  waiting: number
 }
 
 /**
@@ -192,7 +194,7 @@ export interface NativeConnectOptions {
   clientKeyPem?: string
   acceptOldEtcd: boolean
   connectTimeout?: number | string
-  clientName?: string
+  identity?: string
 }
 
 export interface Native {
@@ -227,6 +229,11 @@ export interface Native {
     key: string,
     cancel: Canceller | null,
   ): Eventually<NativeHolding | null>
+  lockHolder(
+    lock: NativeLock,
+    key: string,
+    cancel: Canceller | null,
+  ): Eventually<NativeHolderInfo | null>
   holdingFence(holding: NativeHolding): bigint
   holdingLost(holding: NativeHolding): boolean
   holdingLossReason(holding: NativeHolding): string | null

@@ -10,7 +10,7 @@ const { Holding } = require('./holding')
 const { Holdings } = require('./holdings')
 const { Lease } = require('./lease')
 const { LossSignal } = require('./loss')
-const { begin } = require('./run')
+const { begin, cancellable } = require('./run')
 
 /** The options `hold` knows. */
 const HOLD_OPTIONS = ['signal', 'wait']
@@ -136,6 +136,25 @@ class Lock {
     const loss = new LossSignal(holdings, 'one of the leases')
     const leases = holdings.natives.map((holding) => new Lease(holding, loss))
     return this.#running.run(holdings, leases, loss, fn, signal)
+  }
+
+  /**
+   * Who holds `key` now, from a linearizable read of the store (WHO-02):
+   * its holder's identity, fence, times and how many wait, or `null` when
+   * nobody does. `options.signal` gives up waiting for the store's answer
+   * (CANCELLED).
+   * @param {string} key
+   * @param {import('../index').SignalOptions} [options]
+   * @returns {Promise<import('../index').HolderInfo | null>}
+   */
+  async holder(key, options) {
+    args.string('key', key)
+    const signal = args.signal(args.options('holder options', options, ['signal']).signal)
+    return cancellable(
+      (canceller) => addon.lockHolder(this.#native, key, canceller),
+      signal,
+      'gave up asking who holds the key',
+    )
   }
 
   /**

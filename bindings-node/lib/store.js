@@ -271,7 +271,7 @@ async function connect(url, options) {
     'clientKey',
     'acceptOldEtcd',
     'connectTimeout',
-    'clientName',
+    'identity',
     'signal',
   ])
   const tls = args.options('tls', given.tls, ['ca'])
@@ -285,7 +285,7 @@ async function connect(url, options) {
     clientKeyPem: pem('clientKey', given.clientKey) ?? undefined,
     acceptOldEtcd: args.flag('acceptOldEtcd', given.acceptOldEtcd),
     connectTimeout: args.duration('connectTimeout', given.connectTimeout) ?? undefined,
-    clientName: args.optionalString('clientName', given.clientName) ?? undefined,
+    identity: args.optionalString('identity', given.identity) ?? undefined,
   }
   const signal = args.signal(given.signal)
   const store = await cancellable(

@@ -17,9 +17,12 @@ use crate::cancel::Canceller;
 use crate::durations::{self, JsDuration};
 use crate::holding::HeldKey;
 use crate::promise::{self, Eventually};
+use crate::store::HolderInfo;
 
 /// The error message of a `tryBegin` given up by its canceller.
 const GAVE_UP_TRYING: &str = "gave up trying for the key";
+/// The error message of a `holder` given up by its canceller.
+const GAVE_UP_ASKING: &str = "gave up asking who holds the key";
 
 /// A lock: a named family of keys with its options (`leasehold::Lock`),
 /// and the runtime its calls run on.
@@ -141,6 +144,31 @@ pub fn lock_try_begin<'env>(
             give_up::unless_given_up(cancel, &runtime, GAVE_UP_TRYING, attempt, give_up::dropped)
                 .await?;
         Ok(holding.map(|h| HeldKey::new(h, runtime)))
+    })
+}
+
+/// Who holds `key` now (`Lock::holder`, WHO-02); `null` when nobody does.
+/// When `cancel` fires first, the call stops waiting for the store's
+/// answer and fails `CANCELLED`.
+#[napi(
+    catch_unwind,
+    ts_args_type = "lock: NativeLock, key: string, cancel: Canceller | null"
+)]
+pub fn lock_holder<'env>(
+    env: &'env Env,
+    lock: &OpenLock,
+    key: String,
+    cancel: Option<&Canceller>,
+) -> napi::Result<Eventually<'env, Option<HolderInfo>>> {
+    let opened = lock.lock.clone();
+    let runtime = lock.runtime.clone();
+    let cancel = cancel.map(Canceller::token);
+    promise::spawn(env, &lock.runtime, async move {
+        let asked = async move { opened.holder(&key).await };
+        let holder =
+            give_up::unless_given_up(cancel, &runtime, GAVE_UP_ASKING, asked, give_up::dropped)
+                .await?;
+        Ok(holder.map(HolderInfo::from))
     })
 }
 

@@ -73,8 +73,8 @@ pub struct NativeConnectOptions {
     pub accept_old_etcd: Option<bool>,
     /// How long one connection attempt may take.
     pub connect_timeout: Option<JsDuration>,
-    /// What this client is called where the store shows its holders.
-    pub client_name: Option<String>,
+    /// Who this client is (WHO-01); `hostname:pid` when `None` or empty.
+    pub identity: Option<String>,
 }
 
 /// Connects to the store at `url`: the server store (`leasehold://host:port`,
@@ -152,7 +152,8 @@ pub struct IdsOptions {
     pub preferred: Option<u32>,
 }
 
-/// One holder of a store, as `store.holders()` lists it.
+/// One holder of a store, as `store.holders()` lists it and
+/// `lock.holder(key)` answers it (WHO-02).
 #[napi(object)]
 pub struct HolderInfo {
     /// The lock's name (empty for manual leases).
@@ -165,6 +166,24 @@ pub struct HolderInfo {
     pub held_for: f64,
     /// Milliseconds before the store lets the lease go unless renewed; `null`: not by time.
     pub expires_in: Option<f64>,
+    /// The identity of the store handle that took the lease (WHO-01).
+    pub identity: String,
+    /// How many requests wait in the key's line.
+    pub waiting: u32,
+}
+
+impl From<leasehold::driver::HolderInfo> for HolderInfo {
+    fn from(h: leasehold::driver::HolderInfo) -> HolderInfo {
+        HolderInfo {
+            lock: h.lock,
+            key: h.key,
+            fence: BigInt::from(h.fence),
+            held_for: durations::millis(h.held_for),
+            expires_in: h.expires_in.map(durations::millis),
+            identity: h.identity,
+            waiting: u32::try_from(h.waiting).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 #[napi]
@@ -322,13 +341,7 @@ impl NativeStore {
                     .await?;
             Ok(holders
                 .into_iter()
-                .map(|h| HolderInfo {
-                    lock: h.lock,
-                    key: h.key,
-                    fence: BigInt::from(h.fence),
-                    held_for: durations::millis(h.held_for),
-                    expires_in: h.expires_in.map(durations::millis),
-                })
+                .map(HolderInfo::from)
                 .collect::<Vec<_>>())
         })
     }

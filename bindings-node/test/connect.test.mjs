@@ -68,11 +68,11 @@ describe('store.holders', () => {
     await assert.rejects(connect(server.url, { token: 5 }), { code: 'INVALID_ARGUMENT' })
     await assert.rejects(connect(server.url, { tls: { ca: 5 } }), { code: 'INVALID_ARGUMENT' })
     await assert.rejects(connect(server.url, { connectTimeout: 'never' }), { code: 'INVALID_TTL' })
-    await assert.rejects(connect(server.url, { clientName: 5 }), { code: 'INVALID_ARGUMENT' })
-    for (const clientName of ['two\nlines', 'x'.repeat(129)]) {
-      await assert.rejects(connect(server.url, { clientName }), {
+    await assert.rejects(connect(server.url, { identity: 5 }), { code: 'INVALID_ARGUMENT' })
+    for (const identity of ['two\nlines', 'x'.repeat(257)]) {
+      await assert.rejects(connect(server.url, { identity }), {
         code: 'INVALID_ARGUMENT',
-        message: /the client name/,
+        message: /the identity/,
       })
     }
   })

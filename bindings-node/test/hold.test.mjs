@@ -7,6 +7,7 @@
 
 import assert from 'node:assert/strict'
 import { once } from 'node:events'
+import { hostname } from 'node:os'
 import { createRequire } from 'node:module'
 import { after, before, describe, test } from 'node:test'
 
@@ -366,6 +367,44 @@ describe('hold on the server store', () => {
       assert.equal(await writer.lock('guarded').tryHold('k', () => 'held'), 'held')
       await reader.close()
       await writer.close()
+    } finally {
+      await guarded.stop()
+    }
+  })
+
+  // WHO-01, WHO-02: lock.holder(key) answers null for a free key and, for a
+  // held one, the identity its holder connected with (by default
+  // hostname:pid), its fence and how many wait; a read-only connection may ask.
+  test('WHO-02 lock.holder names the identity, the fence and the line', async () => {
+    const guarded = await startServer({ tokens: ['writer-token write', 'reader-token read'] })
+    try {
+      const writer = await connect(guarded.url, { token: 'writer-token', identity: 'billing-3' })
+      const other = await connect(guarded.url, { token: 'writer-token' })
+      const reader = await connect(guarded.url, { token: 'reader-token' })
+      const seen = reader.lock('who')
+      assert.equal(await seen.holder('k'), null)
+      /** @type {Promise<string> | null} */
+      let waiter = null
+      await writer.lock('who', { ttl: '5s' }).hold('k', async (lease) => {
+        waiter = other.lock('who', { ttl: '5s' }).hold('k', async () => {
+          const info = await seen.holder('k')
+          return info?.identity ?? 'nobody'
+        })
+        // The waiter joins the line when its hold reaches the server.
+        let info = await seen.holder('k')
+        for (const until = Date.now() + 30_000; info?.waiting !== 1 && Date.now() < until;) {
+          await sleep(10)
+          info = await seen.holder('k')
+        }
+        assert.ok(info !== null && info.waiting === 1, `the waiter never showed: ${info}`)
+        assert.equal(info.identity, 'billing-3')
+        assert.equal(info.fence, lease.fence)
+        assert.ok(info.expiresIn !== null && info.expiresIn > 0 && info.expiresIn <= 5000)
+      })
+      assert.equal(await waiter, `${hostname()}:${process.pid}`)
+      assert.equal(await seen.holder('k'), null)
+      await assert.rejects(seen.holder(''), { code: 'EMPTY_NAME' })
+      await Promise.all([writer.close(), other.close(), reader.close()])
     } finally {
       await guarded.stop()
     }

@@ -9,6 +9,7 @@
 mod convert;
 mod errors;
 mod hold;
+mod holder;
 mod holding;
 mod idgen;
 mod kept;
@@ -31,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<lock::PyLock>()?;
     m.add_class::<hold::PyHold>()?;
     m.add_class::<holding::PyHolding>()?;
+    m.add_class::<holder::PyHolderInfo>()?;
     m.add_class::<lease::PyLease>()?;
     m.add_class::<manual::PyManualLease>()?;
     m.add_class::<slots::PyOwner>()?;

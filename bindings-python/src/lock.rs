@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use tokio::runtime::Handle;
 
 use crate::convert;
+use crate::holder::PyHolderInfo;
 use crate::holding::PyHolding;
 use crate::loop_driver;
 use crate::runtime;
@@ -171,6 +172,17 @@ impl PyLock {
             lock.begin(&key, &options)
                 .await
                 .map(|h| PyHolding::new(h, runtime))
+        })
+    }
+
+    /// Who holds `key` now, from a linearizable read of the store
+    /// (WHO-02): an awaitable of a `HolderInfo`, or of `None` when nobody
+    /// does. A connection admitted only to read may ask.
+    fn holder<'py>(&self, py: Python<'py>, key: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let key = convert::name(key, "key")?;
+        let lock = self.lock.clone();
+        loop_driver::awaitable(py, self.runtime.as_ref(), Cancel::RunOn, async move {
+            Ok(lock.holder(&key).await?.map(PyHolderInfo::from))
         })
     }
 

@@ -277,7 +277,7 @@ struct Given<'a, 'py> {
     client_cert_pem: Option<&'a Bound<'py, PyAny>>,
     client_key_pem: Option<&'a Bound<'py, PyAny>>,
     accept_old_etcd: bool,
-    client_name: Option<&'a Bound<'py, PyAny>>,
+    identity: Option<&'a Bound<'py, PyAny>>,
 }
 
 /// An optional argument that was passed: absent or `None` is not.
@@ -305,7 +305,7 @@ fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
         client_key_pem: pem(given.client_key_pem, "client_key_pem")?,
         accept_old_etcd: given.accept_old_etcd,
         connect_timeout: None,
-        client_name: text(given.client_name, "client_name")?,
+        identity: text(given.identity, "identity")?,
     };
     Ok(options.into())
 }
@@ -314,11 +314,11 @@ fn connect_options(given: Given<'_, '_>) -> PyResult<ConnectOptions> {
 /// or `leaseholds://` with `ca_pem`, the certificates to trust), etcd
 /// (`etcd://h1:2379,h2:2379/PREFIX`, or `etcds://`; DIST-01) or PostgreSQL
 /// (`postgres://user@h1,h2/db`; PG-01) as `user` with `password`, presenting `client_cert_pem` and `client_key_pem`,
-/// shown as `client_name` where the store shows its holders: an awaitable of a `Store`.
+/// known as `identity` wherever the store shows a holder: an awaitable of a `Store`.
 #[pyfunction]
 #[pyo3(signature = (
     url, token=None, ca_pem=None, user=None, password=None,
-    client_cert_pem=None, client_key_pem=None, accept_old_etcd=false, client_name=None
+    client_cert_pem=None, client_key_pem=None, accept_old_etcd=false, identity=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn connect<'py>(
@@ -331,7 +331,7 @@ pub fn connect<'py>(
     client_cert_pem: Option<&Bound<'py, PyAny>>,
     client_key_pem: Option<&Bound<'py, PyAny>>,
     accept_old_etcd: bool,
-    client_name: Option<&Bound<'py, PyAny>>,
+    identity: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let url = convert::name(url, "store URL")?;
     let options = connect_options(Given {
@@ -342,7 +342,7 @@ pub fn connect<'py>(
         client_cert_pem,
         client_key_pem,
         accept_old_etcd,
-        client_name,
+        identity,
     })?;
     let kind = leasehold::store_kind(&url);
     loop_driver::awaitable(py, None, Cancel::Drop, async move {
@@ -356,7 +356,7 @@ pub fn connect<'py>(
 #[pyfunction]
 #[pyo3(signature = (
     url, token=None, ca_pem=None, user=None, password=None,
-    client_cert_pem=None, client_key_pem=None, accept_old_etcd=false, client_name=None
+    client_cert_pem=None, client_key_pem=None, accept_old_etcd=false, identity=None
 ))]
 #[allow(clippy::too_many_arguments)]
 pub fn connect_blocking(
@@ -369,7 +369,7 @@ pub fn connect_blocking(
     client_cert_pem: Option<&Bound<'_, PyAny>>,
     client_key_pem: Option<&Bound<'_, PyAny>>,
     accept_old_etcd: bool,
-    client_name: Option<&Bound<'_, PyAny>>,
+    identity: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyStore> {
     let url = convert::name(url, "store URL")?;
     let options = connect_options(Given {
@@ -380,7 +380,7 @@ pub fn connect_blocking(
         client_cert_pem,
         client_key_pem,
         accept_old_etcd,
-        client_name,
+        identity,
     })?;
     let kind = leasehold::store_kind(&url);
     // Run as a task of the runtime from the start; Ctrl-C drops it, as

@@ -140,9 +140,9 @@ async def test_ERR_03_misuse_raises_leasehold_errors(server: Server) -> None:
         await leasehold.connect(server.url, tls=3.5)  # type: ignore[arg-type]
     with pytest.raises(leasehold.InvalidArgument):
         await leasehold.connect(server.url.replace("leasehold:", "leaseholds:"), tls="/no/such/ca")
-    for name in ("two\nlines", "x" * 129):
-        with pytest.raises(leasehold.InvalidArgument, match="the client name"):
-            await leasehold.connect(server.url, client_name=name)
+    for name in ("two\nlines", "x" * 257):
+        with pytest.raises(leasehold.InvalidArgument, match="the identity"):
+            await leasehold.connect(server.url, identity=name)
     with pytest.raises(leasehold.Unavailable):
         await leasehold.connect("leasehold://127.0.0.1:1")
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -357,6 +360,52 @@ async def test_LOCK_14_tokens(token_server: Server, key: str) -> None:
             await leasehold.connect(token_server.url, token=token)
     await reader.close()
     await writer.close()
+
+
+# WHO-01, WHO-02: ``lock.holder(key)`` answers ``None`` for a free key and,
+# for a held one, the identity its holder connected with (by default
+# hostname:pid), its fence and how many wait; a read-only connection may ask.
+async def test_WHO_02_holder_names_the_identity(token_server: Server, key: str) -> None:
+    writer = await leasehold.connect(token_server.url, token="writer-token", identity="billing-3")
+    other = await leasehold.connect(token_server.url, token="writer-token")
+    reader = await leasehold.connect(token_server.url, token="reader-token")
+    seen = reader.lock("py-who")
+    assert await seen.holder(key) is None
+    async with writer.lock("py-who", ttl="5s").hold(key) as lease:
+        waiter = asyncio.create_task(wait_for_it(other.lock("py-who", ttl="5s"), key))
+        await until_holder(seen, key, lambda h: h.waiting == 1)
+        info = await seen.holder(key)
+        assert info is not None
+        assert (info.identity, info.fence, info.waiting) == ("billing-3", lease.fence, 1)
+        assert info.expires_in is not None and 0 < info.expires_in <= 5
+    own = await asyncio.wait_for(waiter, HANG)
+    assert own == f"{socket.gethostname()}:{os.getpid()}"
+    assert await seen.holder(key) is None
+    with pytest.raises(leasehold.EmptyName):
+        await seen.holder("")
+    for store in (writer, other, reader):
+        await store.close()
+
+
+async def wait_for_it(lock: leasehold.Lock, key: str) -> str:
+    """Waits in line for ``key`` and answers who the store says holds it then."""
+    async with lock.hold(key):
+        info = await lock.holder(key)
+        assert info is not None
+        return info.identity
+
+
+async def until_holder(
+    lock: leasehold.Lock, key: str, ok: Callable[[leasehold.HolderInfo], bool]
+) -> None:
+    """Asks who holds ``key`` until ``ok`` says yes; fails after HANG."""
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        info = await lock.holder(key)
+        if info is not None and ok(info):
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"the holder of {key} never became what was waited for: {info}")
 
 
 def test_with_hold_in_code_without_an_event_loop(server: Server) -> None:

@@ -217,13 +217,13 @@ pub struct ConnectOptions<P = Vec<u8>> {
     pub accept_old_etcd: bool,
     /// How long one connection attempt may take.
     pub connect_timeout: Option<Duration>,
-    /// What this client is called where the store shows its holders.
-    pub client_name: Option<String>,
+    /// Who this client is (WHO-01); `hostname:pid` when `None` or empty.
+    pub identity: Option<String>,
 }
 
 /// [`ConnectOptions`] from a binding's record whose fields bear the same
 /// names (`token`, `ca_pem`, `user`, `password`, `client_cert_pem`,
-/// `client_key_pem`, `client_name`), with `accept_old_etcd` and `connect_timeout` as the
+/// `client_key_pem`, `identity`), with `accept_old_etcd` and `connect_timeout` as the
 /// binding reads them (its own default, its own duration type).
 #[macro_export]
 macro_rules! connect_options {
@@ -237,7 +237,7 @@ macro_rules! connect_options {
             password: $record.password,
             client_cert_pem: $record.client_cert_pem,
             client_key_pem: $record.client_key_pem,
-            client_name: $record.client_name,
+            identity: $record.identity,
         }
     };
 }
@@ -254,7 +254,7 @@ impl<P: Into<Vec<u8>>> From<ConnectOptions<P>> for leasehold::ConnectOptions {
             client_key_pem: o.client_key_pem.map(Into::into),
             accept_old_etcd: o.accept_old_etcd,
             connect_timeout: o.connect_timeout.unwrap_or(defaults.connect_timeout),
-            client_name: o.client_name,
+            identity: o.identity,
             ..defaults
         }
     }

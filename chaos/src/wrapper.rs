@@ -5,7 +5,7 @@
 
 /// Implements `Driver` for the wrapper `$ty`, whose field `inner` is the
 /// wrapped driver: the methods given, and the rest (capabilities, clock,
-/// holders, the slot verbs, close) passed to `inner`.
+/// holders, holder, the slot verbs, close) passed to `inner`.
 macro_rules! wrapper_driver {
     ($ty:ty { $($methods:tt)* }) => {
         #[async_trait::async_trait]
@@ -25,6 +25,13 @@ macro_rules! wrapper_driver {
                 lock: Option<&str>,
             ) -> leasehold::Result<Vec<leasehold::driver::HolderInfo>> {
                 self.inner.holders(lock).await
+            }
+
+            async fn holder(
+                &self,
+                name: &leasehold::driver::KeyName,
+            ) -> leasehold::Result<Option<leasehold::driver::HolderInfo>> {
+                self.inner.holder(name).await
             }
 
             async fn slot_acquire(

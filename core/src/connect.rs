@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::identity::Identity;
+
 /// Whether `url` names a store on etcd (`etcd://` or `etcds://`) rather
 /// than the server store.
 pub fn is_etcd_url(url: &str) -> bool {
@@ -24,26 +26,6 @@ pub fn store_kind(url: &str) -> &'static str {
     } else {
         "server"
     }
-}
-
-/// The longest [`ConnectOptions::client_name`], in bytes.
-pub const CLIENT_NAME_MAX: usize = 128;
-
-/// Checks a client's name: `InvalidArgument` when it is longer than
-/// [`CLIENT_NAME_MAX`] bytes or holds a control character. (An empty name
-/// is no name: every binding passes it so.)
-pub fn check_client_name(name: &str) -> crate::Result<()> {
-    let why = if name.len() > CLIENT_NAME_MAX {
-        "is longer than 128 bytes"
-    } else if name.chars().any(char::is_control) {
-        "holds a control character"
-    } else {
-        return Ok(());
-    };
-    Err(crate::Error::new(
-        crate::ErrorKind::InvalidArgument,
-        format!("the client name {why}"),
-    ))
 }
 
 /// The bound of one try of an etcd call at one member, when neither the
@@ -109,12 +91,13 @@ pub struct ConnectOptions {
     pub attempt_timeout: Duration,
     /// The largest frame this client sends or accepts (server store).
     pub max_frame: usize,
-    /// What this client is called where the store shows its holders: the
-    /// server store's live page and `leasehold ls`, PostgreSQL's
-    /// `application_name` (unless the URL gives one); etcd keeps no name.
-    /// At most [`CLIENT_NAME_MAX`] bytes, no control characters; empty is
-    /// no name.
-    pub client_name: Option<String>,
+    /// Who this handle is (WHO-01): every store records it with every
+    /// lease taken through the handle, and shows it wherever it shows a
+    /// holder (`Lock::holder`, `leasehold ls`, the live page; on
+    /// PostgreSQL also the connections' `application_name` unless the URL
+    /// gives one). At most [`IDENTITY_MAX`](crate::IDENTITY_MAX) bytes, no
+    /// control characters; `None` or empty: `hostname:pid`.
+    pub identity: Option<String>,
 }
 
 impl Default for ConnectOptions {
@@ -130,7 +113,7 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(5),
             attempt_timeout: DEFAULT_ATTEMPT_TIMEOUT,
             max_frame: crate::remote::protocol::DEFAULT_MAX_FRAME,
-            client_name: None,
+            identity: None,
         }
     }
 }
@@ -172,10 +155,17 @@ impl ConnectOptions {
         self
     }
 
-    /// Shown as `name` where the store shows its holders.
-    pub fn client_name(mut self, name: impl Into<String>) -> ConnectOptions {
-        self.client_name = Some(name.into());
+    /// Known as `identity` wherever the store shows a holder (WHO-01).
+    pub fn identity(mut self, identity: impl Into<String>) -> ConnectOptions {
+        self.identity = Some(identity.into());
         self
+    }
+
+    /// The identity these options give, checked, or this process's
+    /// (`hostname:pid`) when they give none: `InvalidArgument` for one
+    /// [`Identity::new`] refuses.
+    pub fn checked_identity(&self) -> crate::Result<Identity> {
+        Identity::given_or_default(self.identity.as_deref())
     }
 
     /// Accepting an etcd older than DIST-08's minimum versions.
@@ -190,12 +180,11 @@ mod tests {
     use super::*;
     use crate::{ErrorKind, Store};
 
+    // WHO-01
     #[tokio::test]
-    async fn a_bad_client_name_fails_before_connecting() {
-        assert!(check_client_name("billing worker 3").is_ok());
-        assert!(check_client_name(&"é".repeat(64)).is_ok());
-        for bad in ["two\nlines".to_owned(), "x".repeat(129), "é".repeat(65)] {
-            let options = ConnectOptions::default().client_name(bad);
+    async fn who_01_a_bad_identity_fails_before_connecting() {
+        for bad in ["two\nlines".to_owned(), "x".repeat(257), "é".repeat(129)] {
+            let options = ConnectOptions::default().identity(bad);
             let refused = Store::connect("leasehold://127.0.0.1:1", options).await;
             assert_eq!(
                 refused.err().map(|e| e.kind()),

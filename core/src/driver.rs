@@ -14,7 +14,7 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::slots::{AcquireResult, SlotLease, SlotRequest};
-pub use crate::table::{GiveUp, Grant, HoldRequest, KeyName};
+pub use crate::table::{GiveUp, Grant, HoldRequest, Holder, KeyName};
 
 /// What a driver's store does on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +47,8 @@ pub struct Granted {
 /// without reading a grant obliges its owner to give the request up.
 pub type Waiting = oneshot::Receiver<Result<Granted>>;
 
-/// A key's holder as a listing shows it (never its lease id).
+/// A key's holder as a listing and [`Driver::holder`] show it (never its
+/// lease id).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HolderInfo {
     /// The lock's name (empty for manual leases).
@@ -60,6 +61,11 @@ pub struct HolderInfo {
     pub held_for: Duration,
     /// How long before the store lets the lease go unless renewed; `None`: not by time.
     pub expires_in: Option<Duration>,
+    /// The identity of the store handle that took the lease (WHO-01);
+    /// empty for a lease a store recorded before it kept identities.
+    pub identity: String,
+    /// How many requests wait in the key's line.
+    pub waiting: usize,
 }
 
 /// A store's answer to a hold request: the same three answers from the
@@ -168,6 +174,10 @@ pub trait Driver: Send + Sync + 'static {
 
     /// The holders of lock `lock` (or of every lock), sorted by lock and key.
     async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>>;
+
+    /// The holder of one key and how many wait for it, from a
+    /// linearizable read of the store (WHO-02); `None` when nobody holds it.
+    async fn holder(&self, name: &KeyName) -> Result<Option<HolderInfo>>;
 
     /// Acquires a slot (SLOT-01); every change is one atomic update of one
     /// slot stamped by the store's clock (SLOT-03). A retried acquire by the

@@ -39,6 +39,7 @@ pub mod give_up;
 mod group;
 pub mod hashed;
 mod held;
+mod identity;
 pub mod idgen;
 mod ids;
 mod lease;
@@ -63,12 +64,11 @@ pub mod table;
 #[cfg(not(feature = "internals"))]
 mod table;
 
-pub use connect::{
-    check_client_name, is_etcd_url, is_postgres_url, store_kind, ConnectOptions, CLIENT_NAME_MAX,
-};
+pub use connect::{is_etcd_url, is_postgres_url, store_kind, ConnectOptions};
 pub use engine::{HoldOptions, Holding};
 pub use error::{Error, ErrorKind, Result};
 pub use held::{Held, HeldView};
+pub use identity::{Identity, IDENTITY_MAX};
 pub use ids::{GroupId, LeaseId, RequestId};
 pub use lease::Lease;
 pub use lock::{Lock, LockBuilder};

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::driver::HolderInfo;
 use crate::duration;
 use crate::engine::{self, Acquired, HoldOptions, Holding, StoreLink};
 use crate::error::{Error, ErrorKind, Result};
@@ -171,6 +172,33 @@ impl Lock {
     /// The holder's margin before the store's expiry.
     pub fn margin(&self) -> Duration {
         self.opened.margin
+    }
+
+    /// Who holds `key` now, from a linearizable read of the store
+    /// (WHO-02): the holder's identity, fence, how long it has held the
+    /// key, how long the store keeps it unless renewed, and how many wait;
+    /// `None` when nobody holds it. A connection admitted only to read may
+    /// ask.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> leasehold::Result<()> {
+    /// use leasehold::{MemoryOptions, Identity, Store};
+    /// let store = Store::memory_with(MemoryOptions::default().identity(Identity::new("api-7")?));
+    /// let lock = store.lock("summaries").open()?;
+    /// assert!(lock.holder("chat-1").await?.is_none());
+    /// let held = lock.begin("chat-1", &Default::default()).await?;
+    /// let holder = lock.holder("chat-1").await?.expect("held");
+    /// assert_eq!((holder.identity.as_str(), holder.fence), ("api-7", held.lease().fence()));
+    /// # held.end().await
+    /// # }
+    /// ```
+    pub async fn holder(&self, key: &str) -> Result<Option<HolderInfo>> {
+        names::check("key", key)?;
+        let store = self.opened.store.inner();
+        store.check_open()?;
+        let name = KeyName::new(self.opened.name.clone(), key);
+        store.driver.holder(&name).await
     }
 
     /// What every hold of this lock on its store needs: the driver, the

@@ -15,11 +15,14 @@ use crate::driver::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::{EpochSource, Fences};
+use crate::identity::Identity;
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::overview::{Activity, Overview, OverviewQuery};
 use crate::slots::{AcquireResult, Recovered, SlotJournal, SlotLease, SlotRequest, SlotTable};
-use crate::table::{Event, GiveUp, Grant, HoldRequest, LeaseTable, Limits};
+use crate::table::{
+    Event, GiveUp, Grant, HoldRequest, Holder, KeyHolder, KeyName, LeaseTable, Limits,
+};
 
 /// How an embedded store behaves.
 ///
@@ -34,6 +37,7 @@ pub struct MemoryOptions {
     pub(crate) clock: Clock,
     pub(crate) capabilities: Capabilities,
     pub(crate) limits: Limits,
+    pub(crate) identity: Option<Identity>,
 }
 
 impl Default for MemoryOptions {
@@ -46,6 +50,7 @@ impl Default for MemoryOptions {
                 groups: false,
             },
             limits: Limits::default(),
+            identity: None,
         }
     }
 }
@@ -79,6 +84,13 @@ impl MemoryOptions {
         self.limits.waiters_per_key = n;
         self
     }
+
+    /// The identity the store records with the leases taken through it
+    /// (WHO-01); by default this process's, `hostname:pid`.
+    pub fn identity(mut self, identity: Identity) -> MemoryOptions {
+        self.identity = Some(identity);
+        self
+    }
 }
 
 /// How many holds the embedded store grants under one taking of its lock
@@ -108,6 +120,9 @@ struct MemoryDriverCore {
     capabilities: Capabilities,
     state: Mutex<MemoryTables>,
     wake_timer: Arc<Notify>,
+    /// Who holds what is asked through [`Driver::hold`] (the embedded
+    /// store's own handle): number 0 and the options' identity.
+    own: Arc<Holder>,
 }
 
 /// The embedded store's driver.
@@ -151,6 +166,10 @@ impl MemoryDriver {
                 closed: false,
             }),
             wake_timer: Arc::new(Notify::new()),
+            own: Arc::new(Holder {
+                number: 0,
+                identity: options.identity.unwrap_or_else(Identity::of_process),
+            }),
         });
         runtime.spawn(run_timer(Arc::downgrade(&shared)));
         MemoryDriver { shared }
@@ -203,7 +222,7 @@ impl MemoryDriver {
     /// Makes `holder`, told its losses through its sink, the holder of
     /// `lease` from now on (a server's client that came back on another
     /// connection); `false` when the lease is not held.
-    pub fn take_over(&self, lease: LeaseId, holder: u64) -> bool {
+    pub fn take_over(&self, lease: LeaseId, holder: &Arc<Holder>) -> bool {
         take_over_in(&mut self.shared.lock(), lease, holder)
     }
 
@@ -223,7 +242,7 @@ impl MemoryDriver {
     /// Makes `holder` the holder of every lease of renewal group `group`
     /// ([`MemoryDriver::take_over`], for a server whose client came back on
     /// another connection and renewed the group from there).
-    pub fn take_over_group(&self, group: GroupId, holder: u64) {
+    pub fn take_over_group(&self, group: GroupId, holder: &Arc<Holder>) {
         let mut st = self.shared.lock();
         for lease in st.table.group_members(group) {
             take_over_in(&mut st, lease, holder);
@@ -247,10 +266,11 @@ impl MemoryDriver {
         })
     }
 
-    /// [`Driver::hold`] for `holder`, a number the caller gives its holders
-    /// (the server, its connections') that [`MemoryDriver::overview`] and
-    /// [`MemoryDriver::drain_activity`] show; it changes nothing else.
-    pub fn hold_as(&self, request: HoldRequest, holder: u64) -> Result<HoldAnswer> {
+    /// [`Driver::hold`] for `holder`: its number, which the caller gives
+    /// its holders (the server, its connections') and
+    /// [`MemoryDriver::overview`] and [`MemoryDriver::drain_activity`] show,
+    /// and its identity, which the lease records (WHO-01).
+    pub fn hold_as(&self, request: HoldRequest, holder: &Arc<Holder>) -> Result<HoldAnswer> {
         let push = self.shared.capabilities.push;
         self.shared
             .with_state(|st, now| hold_in(st, request, now, holder, push))
@@ -262,7 +282,7 @@ impl MemoryDriver {
     pub fn hold_many_as(
         &self,
         requests: impl IntoIterator<Item = HoldRequest>,
-        holder: u64,
+        holder: &Arc<Holder>,
     ) -> Result<Vec<Result<HoldAnswer>>> {
         let push = self.shared.capabilities.push;
         self.shared.with_state(|st, now| {
@@ -314,6 +334,7 @@ impl MemoryDriver {
                 key: a.key.to_string(),
                 fence: a.fence,
                 holder: a.holder,
+                identity: a.identity.to_string(),
             })
             .collect()
     }
@@ -376,6 +397,19 @@ impl MemoryDriverCore {
     }
 }
 
+/// A key's holder as a listing shows it, as of `now`.
+fn info(h: KeyHolder, now: Instant) -> HolderInfo {
+    HolderInfo {
+        lock: h.name.lock.to_string(),
+        key: h.name.key.to_string(),
+        fence: h.grant.fence,
+        held_for: now.saturating_since(h.granted_at),
+        expires_in: h.grant.expires_at.map(|e| e.saturating_since(now)),
+        identity: h.identity.to_string(),
+        waiting: h.waiting,
+    }
+}
+
 /// Asks the table for `request` on behalf of `holder`: a grant gets its
 /// loss channel, a place in line its waiter's channel (waiting only where
 /// the store pushes grants).
@@ -383,7 +417,7 @@ fn hold_in(
     st: &mut MemoryTables,
     request: HoldRequest,
     now: Instant,
-    holder: u64,
+    holder: &Arc<Holder>,
     push: bool,
 ) -> Result<HoldAnswer> {
     let request_id = request.request_id;
@@ -393,7 +427,7 @@ fn hold_in(
         HoldAnswer::Granted(grant) => {
             // A retry may come from another of the holder's connections.
             st.table.set_holder(grant.lease_id, holder);
-            let lost = loss_receiver(st, grant.lease_id, holder);
+            let lost = loss_receiver(st, grant.lease_id, holder.number);
             HoldAnswer::Granted(Granted { grant, lost })
         }
         HoldAnswer::NotHeld => HoldAnswer::NotHeld,
@@ -407,7 +441,7 @@ fn hold_in(
 
 /// Makes `holder` the holder of `lease`, told its losses through its sink
 /// rather than the lease's own channel; `false` when the lease is not held.
-fn take_over_in(st: &mut MemoryTables, lease: LeaseId, holder: u64) -> bool {
+fn take_over_in(st: &mut MemoryTables, lease: LeaseId, holder: &Arc<Holder>) -> bool {
     if !st.table.set_holder(lease, holder) {
         return false;
     }
@@ -523,7 +557,7 @@ impl Driver for MemoryDriver {
     }
 
     async fn hold(&self, request: HoldRequest) -> Result<HoldAnswer> {
-        self.hold_as(request, 0)
+        self.hold_as(request, &self.shared.own)
     }
 
     fn hold_many_step(&self) -> usize {
@@ -531,7 +565,7 @@ impl Driver for MemoryDriver {
     }
 
     async fn hold_many(&self, requests: &[HoldRequest]) -> Vec<Result<HoldAnswer>> {
-        self.hold_many_as(requests.iter().cloned(), 0)
+        self.hold_many_as(requests.iter().cloned(), &self.shared.own)
             .unwrap_or_else(|e| {
                 requests
                     .iter()
@@ -575,16 +609,16 @@ impl Driver for MemoryDriver {
             st.table.advance(now);
             Ok(st.table.holders(lock))
         })?;
-        Ok(holders
-            .into_iter()
-            .map(|h| HolderInfo {
-                lock: h.name.lock.to_string(),
-                key: h.name.key.to_string(),
-                fence: h.grant.fence,
-                held_for: now.saturating_since(h.granted_at),
-                expires_in: h.grant.expires_at.map(|e| e.saturating_since(now)),
-            })
-            .collect())
+        Ok(holders.into_iter().map(|h| info(h, now)).collect())
+    }
+
+    async fn holder(&self, name: &KeyName) -> Result<Option<HolderInfo>> {
+        let now = self.shared.clock.now();
+        let holder = self.shared.with_state(|st, now| {
+            st.table.advance(now);
+            Ok(st.table.holder(name))
+        })?;
+        Ok(holder.map(|h| info(h, now)))
     }
 
     async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {

@@ -58,6 +58,8 @@ pub struct KeyRow {
     /// Who holds it, as the store's owner named the hold (on the server
     /// store, the connection's number); 0 when not named.
     pub holder: u64,
+    /// The holder's identity (WHO-01); `None`: nobody holds the key.
+    pub identity: Option<String>,
     /// How long ago the lease was granted.
     pub held_for: Duration,
     /// How long before the store lets it go unless renewed; `None`: not by time.
@@ -156,4 +158,6 @@ pub struct Activity {
     pub fence: u64,
     /// Who held it, or was granted it (see [`KeyRow::holder`]).
     pub holder: u64,
+    /// That holder's identity (WHO-01).
+    pub identity: String,
 }

@@ -144,10 +144,7 @@ impl Store {
     /// # }
     /// ```
     pub async fn connect(url: &str, mut options: ConnectOptions) -> Result<Store> {
-        if let Some(name) = &options.client_name {
-            crate::connect::check_client_name(name)?;
-        }
-        options.client_name = options.client_name.filter(|n| !n.is_empty());
+        options.identity = Some(options.checked_identity()?.to_string());
         let runtime = runtime::current_or_global();
         if crate::connect::is_etcd_url(url) {
             #[cfg(feature = "etcd")]

@@ -759,6 +759,9 @@ impl Driver for Instrumented {
     async fn holders(&self, lock: Option<&str>) -> leasehold::Result<Vec<HolderInfo>> {
         self.inner.holders(lock).await
     }
+    async fn holder(&self, name: &KeyName) -> leasehold::Result<Option<HolderInfo>> {
+        self.inner.holder(name).await
+    }
     async fn slot_acquire(&self, request: SlotRequest) -> leasehold::Result<AcquireResult> {
         self.inner.slot_acquire(request).await
     }

@@ -11,7 +11,7 @@ use spec_tests::conformance::{self, Harness, Time};
 async fn suite(cluster: &Cluster, options: ConnectOptions) {
     let report = conformance::run(|| {
         let url = cluster.url("conformance");
-        let options = options.clone();
+        let options = options.clone().identity(conformance::IDENTITY);
         async move {
             let driver = EtcdDriver::connect(&url, options, &tokio::runtime::Handle::current())
                 .await

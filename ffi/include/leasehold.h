@@ -11,10 +11,13 @@
 
 // The version of the ABI: the header's `LH_ABI_VERSION` must equal
 // [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-#define LH_ABI_VERSION 7
+#define LH_ABI_VERSION 8
 
 // How many codes there are, `LH_OK` included: codes are `0..LH_CODE_COUNT`.
 #define LH_CODE_COUNT 17
+
+// The longest identity, in bytes (WHO-01): `lh_holder_info`'s buffer.
+#define LH_IDENTITY_MAX 256
 
 // The longest owner key, owner instance or namespace, in bytes: a buffer of
 // this size always holds an instance id from `lh_owner_new`.
@@ -108,6 +111,35 @@ typedef struct {
   // The library's id of the token; never dereferenced.
   uint64_t id;
 } lh_cancel;
+
+// A lock: a named family of keys with its options.
+typedef struct {
+  // The library's id of the lock; never dereferenced.
+  uint64_t id;
+} lh_lock;
+
+// A key's holder, as `lh_lock_holder` answers it. Durations are
+// milliseconds.
+typedef struct {
+  // Whether anybody holds the key; when false, the rest is zero.
+  bool held;
+  // The holder's fence (LOCK-02).
+  uint64_t fence;
+  // How long ago the lease was granted.
+  uint64_t held_ms;
+  // Whether the store lets the lease go by time (`expires_in_ms`).
+  bool has_expires_in;
+  // How long before the store lets the lease go unless renewed.
+  uint64_t expires_in_ms;
+  // How many requests wait in the key's line.
+  uint64_t waiting;
+  // The length of `identity` in bytes.
+  size_t identity_len;
+  // The identity of the store handle that took the lease (WHO-01),
+  // `identity_len` bytes of UTF-8, not NUL-terminated; empty for a
+  // lease a store recorded before it kept identities.
+  uint8_t identity[LH_IDENTITY_MAX];
+} lh_holder_info;
 
 // A held key, from `lh_lock_begin` or `lh_lock_try_begin` until `lh_holding_end`.
 typedef struct {
@@ -299,12 +331,6 @@ typedef struct {
   int64_t margin_ns;
 } lh_lock_options;
 
-// A lock: a named family of keys with its options.
-typedef struct {
-  // The library's id of the lock; never dereferenced.
-  uint64_t id;
-} lh_lock;
-
 // The options of one hold call.
 typedef struct {
   // Whether `wait_ns` is given (else the lock's own wait).
@@ -427,11 +453,11 @@ typedef struct {
   // Opens an etcd older than the releases that fixed the bugs DIST-08
   // names (refused when false).
   bool accept_old_etcd;
-  // What this client is called where the store shows its holders (the
-  // server store's live page, PostgreSQL's `application_name`).
-  const uint8_t *client_name;
-  // The length of `client_name`.
-  size_t client_name_len;
+  // Who this client is (WHO-01), recorded with every lease it takes and
+  // shown wherever a holder is; NULL or empty: `hostname:pid`.
+  const uint8_t *identity;
+  // The length of `identity`.
+  size_t identity_len;
 } lh_connect_options;
 
 #if defined(LEASEHOLD_TESTING)
@@ -495,6 +521,21 @@ void lh_error_free(lh_error *err);
 // The code's name as ERR-01 writes it (`"Lost"`, `"InvalidTtl"`, …;
 // `"Ok"` for 0), static and NUL-terminated; NULL for a number that is no code.
 const char *lh_code_name(int32_t code);
+
+// Who holds `key` of `lock` now, from a linearizable read of the store
+// (WHO-02): `out->held` false when nobody does, else the holder's fence,
+// times, identity and how many wait. A connection admitted only to read
+// may ask. `cancel` (zero: none) stops waiting for the store's answer
+// (`LH_CANCELLED`).
+//
+// # Safety
+// `key` must be NULL or point to `key_len` readable bytes; `out` NULL (an
+// error) or valid for a write.
+lh_error *lh_lock_holder(lh_lock lock,
+                         const uint8_t *key,
+                         size_t key_len,
+                         lh_cancel cancel,
+                         lh_holder_info *out);
 
 // What the lease is like now: fence, loss, time left.
 //

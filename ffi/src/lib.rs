@@ -38,6 +38,7 @@ mod call;
 mod cancel;
 mod error;
 mod handles;
+mod holder;
 mod holding;
 mod holdings;
 mod idgen;
@@ -56,6 +57,7 @@ pub use error::{
     lh_code, lh_code_name, lh_error, lh_error_code, lh_error_free, lh_error_loss_reason,
     lh_error_message, lh_loss_reason, LH_CODE_COUNT,
 };
+pub use holder::{lh_holder_info, lh_lock_holder, LH_IDENTITY_MAX};
 pub use holding::{
     lh_holding, lh_holding_end, lh_holding_end_all, lh_holding_end_all_async, lh_holding_end_async,
     lh_holding_info, lh_holding_on_lost, lh_holding_wait_lost, lh_lease_info, lh_lost_fn,
@@ -99,7 +101,7 @@ pub use testing::{
 
 /// The version of the ABI: the header's `LH_ABI_VERSION` must equal
 /// [`lh_abi_version`]'s answer, or the caller was compiled for another library.
-pub const LH_ABI_VERSION: u32 = 7;
+pub const LH_ABI_VERSION: u32 = 8;
 
 /// The ABI version this library implements (compare with `LH_ABI_VERSION`).
 #[no_mangle]

@@ -73,11 +73,11 @@ pub struct lh_connect_options {
     /// Opens an etcd older than the releases that fixed the bugs DIST-08
     /// names (refused when false).
     pub accept_old_etcd: bool,
-    /// What this client is called where the store shows its holders (the
-    /// server store's live page, PostgreSQL's `application_name`).
-    pub client_name: *const u8,
-    /// The length of `client_name`.
-    pub client_name_len: usize,
+    /// Who this client is (WHO-01), recorded with every lease it takes and
+    /// shown wherever a holder is; NULL or empty: `hostname:pid`.
+    pub identity: *const u8,
+    /// The length of `identity`.
+    pub identity_len: usize,
 }
 
 impl Default for lh_connect_options {
@@ -96,8 +96,8 @@ impl Default for lh_connect_options {
             client_key_pem: std::ptr::null(),
             client_key_pem_len: 0,
             accept_old_etcd: false,
-            client_name: std::ptr::null(),
-            client_name_len: 0,
+            identity: std::ptr::null(),
+            identity_len: 0,
         }
     }
 }
@@ -127,9 +127,7 @@ unsafe fn connect_options(o: &lh_connect_options) -> leasehold::Result<ConnectOp
         accept_old_etcd: o.accept_old_etcd,
         connect_timeout: None,
         // SAFETY: passed on from the caller.
-        client_name: unsafe {
-            input::optional_string("client_name", o.client_name, o.client_name_len)
-        }?,
+        identity: unsafe { input::optional_string("identity", o.identity, o.identity_len) }?,
     }
     .into())
 }

@@ -169,12 +169,12 @@ fn admitted(setup: &Setup, first: Option<&BytesMut>) -> Option<Role> {
     let Ok(ClientFrame::Hello {
         version,
         token,
-        name,
+        identity,
     }) = protocol::decode(first)
     else {
         return None;
     };
-    if version != VERSION || name.is_some_and(|n| leasehold::check_client_name(&n).is_err()) {
+    if version != VERSION || leasehold::Identity::new(&identity).is_err() {
         return None;
     }
     if !setup.tokens {

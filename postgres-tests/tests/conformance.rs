@@ -18,7 +18,7 @@ async fn passes_the_suite(prefix: &str, url_of: impl Fn(&str) -> String + Send +
         async move {
             let driver = PostgresDriver::connect(
                 &url,
-                ConnectOptions::default(),
+                ConnectOptions::default().identity(conformance::IDENTITY),
                 &tokio::runtime::Handle::current(),
             )
             .await

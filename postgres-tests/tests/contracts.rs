@@ -78,15 +78,15 @@ async fn pushed(rx: Waiting, within: Duration) -> (Granted, Duration) {
 // PG-01: the store opened from a postgres:// URL through the public API:
 // a lock's hold runs the function under a fence, a second store's tryHold
 // meanwhile finds the key held, and the listing shows the holder; the
-// first store's connections bear its client name.
+// first store's connections bear its identity.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pg_01_a_store_on_postgres_holds_keys() {
     let schema = fresh_schema("pg01");
     let url = url_with(&schema, "");
-    let a = Store::connect(&url, ConnectOptions::default().client_name(&schema))
+    let a = Store::connect(&url, ConnectOptions::default().identity(&schema))
         .await
         .unwrap();
-    // The client's name is its connections' application_name.
+    // The client's identity is its connections' application_name.
     let named = sql(&format!(
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = '{schema}'"
     ))
@@ -475,8 +475,11 @@ async fn pg_01_the_schema_is_made_once_and_a_newer_one_refused() {
 }
 
 // PG-01: a schema that version 1 of the store made, with a lease held in
-// it, is migrated to version 2 when a store opens it: the lease is still
-// held and the next fence is larger than the one it gave.
+// it, is migrated to the latest version when a store opens it: the lease
+// is still held (WHO-02: with no identity, as version 1 recorded none) and
+// the next fence is larger than the one it gave. A store of version 2
+// still running beside it goes on working: its calls, one argument short
+// of version 3's, still hold and list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pg_01_a_version_1_schema_is_migrated_and_keeps_its_leases() {
     let schema = fresh_schema("migrate");
@@ -498,7 +501,7 @@ async fn pg_01_a_version_1_schema_is_migrated_and_keeps_its_leases() {
     let old_fence: i64 = old[0].get(0);
     let d = driver(&schema).await;
     let version = sql(&format!("SELECT version FROM {q}.version")).await;
-    assert_eq!(version[0].get::<_, i32>(0), 2, "migrated to version 2");
+    assert_eq!(version[0].get::<_, i32>(0), 3, "migrated to version 3");
     let busy = d
         .hold(request("old", Duration::from_secs(5), false))
         .await
@@ -508,12 +511,29 @@ async fn pg_01_a_version_1_schema_is_migrated_and_keeps_its_leases() {
         "the lease version 1 gave is gone: {}",
         describe(&busy)
     );
+    let kept = d
+        .holder(&KeyName::new("jobs", "old"))
+        .await
+        .unwrap()
+        .expect("the old lease is held");
+    assert_eq!((kept.fence, kept.identity.as_str()), (old_fence as u64, ""));
     let new = granted(&d, request("new", Duration::from_secs(5), false)).await;
     assert!(
         new.grant.fence > old_fence as u64,
         "fence {} after {old_fence}",
         new.grant.fence
     );
+    let by_v2 = sql(&format!(
+        "SELECT answer, fence FROM {q}.hold('\\x02'::bytea, 'jobs', 'v2', 60000, NULL, NULL, true)"
+    ))
+    .await;
+    assert_eq!(by_v2[0].get::<_, String>(0), "granted");
+    let listed = sql(&format!("SELECT key, identity FROM {q}.holders('jobs')")).await;
+    let v2 = listed
+        .iter()
+        .find(|r| r.get::<_, String>(0) == "v2")
+        .expect("version 2's lease is listed");
+    assert_eq!(v2.get::<_, Option<String>>(1), None);
     d.close().await;
 }
 
@@ -542,7 +562,9 @@ async fn pg_01_tls_verifies_the_servers_certificate() {
     .await
     .unwrap();
     let url = format!("{}?sslmode=require&schema=tls", server.url());
-    let trusting = ConnectOptions::default().ca_pem(ca.pem());
+    let trusting = ConnectOptions::default()
+        .ca_pem(ca.pem())
+        .identity("tls-test");
     let store = Store::connect(&url, trusting)
         .await
         .expect("connect over TLS");
@@ -559,11 +581,11 @@ async fn pg_01_tls_verifies_the_servers_certificate() {
     assert!(fence > 0);
     let encrypted = server.psql(
         "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
-         WHERE ssl AND application_name = 'leasehold'",
+         WHERE ssl AND application_name = 'tls-test'",
     );
     let plain = server.psql(
         "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
-         WHERE NOT ssl AND application_name = 'leasehold'",
+         WHERE NOT ssl AND application_name = 'tls-test'",
     );
     assert!(
         encrypted.trim().parse::<u32>().unwrap() >= 2,

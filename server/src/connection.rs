@@ -25,7 +25,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, SinkExt, StreamExt};
-use leasehold::driver::{Driver, Granted, HoldAnswer, HoldRequest, KeyName, Waiting};
+use leasehold::driver::{
+    Driver, Granted, HoldAnswer, HoldRequest, Holder, HolderInfo, KeyName, Waiting,
+};
 use leasehold::remote::protocol::{
     self, max_holds, ClientFrame, Reply, Request, Role, ServerFrame, WireError, WireGrant,
     WireHolder, WireSlotLease, HOLD_ENTRY_BYTES, VERSION,
@@ -188,7 +190,7 @@ pub(crate) async fn serve<S>(
     mut frames: Frames<S>,
     wr: WriteHalf<S>,
     peer: SocketAddr,
-    mut admitted: Admitted,
+    admitted: Admitted,
 ) where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
@@ -196,7 +198,7 @@ pub(crate) async fn serve<S>(
     shared.metrics.connections.inc();
     shared
         .live
-        .connected(id, peer, admitted.role, admitted.name.take());
+        .connected(id, peer, admitted.role, admitted.identity.clone());
     tracing::debug!(connection = id, %peer, "connection opened");
     let mut sink = FramedWrite::new(wr, outbound_codec());
     sink.set_backpressure_boundary(WRITE_BUFFER);
@@ -210,6 +212,10 @@ pub(crate) async fn serve<S>(
     );
     let mut conn = Connection {
         id,
+        holder: Arc::new(Holder {
+            number: id,
+            identity: admitted.identity.clone(),
+        }),
         shared: shared.clone(),
         role,
         sink,
@@ -284,6 +290,9 @@ async fn linger<R: AsyncRead + Unpin>(mut rd: R) {
 /// One connection past its hello, writing to `W`.
 struct Connection<W> {
     id: u64,
+    /// The connection as the store's holder: its number (the id) and the
+    /// identity its hello gave (WHO-01), shared by its leases.
+    holder: Arc<Holder>,
     shared: ServerContextRef,
     role: Role,
     sink: FramedWrite<W, LengthDelimitedCodec>,
@@ -511,6 +520,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 (Op::GiveUp, self.give_up(RequestId(request_id)).await)
             }
             Request::List { lock } => (Op::List, self.list(lock).await),
+            Request::Holder { lock, key } => (Op::Holder, self.holder(lock, key).await),
             Request::Ping => (Op::Ping, Ok(Reply::Pong)),
             Request::SlotAcquire {
                 namespace,
@@ -608,7 +618,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             let _claim = claim_grace(&shared).await;
             shared
                 .driver
-                .hold_as(terms.request(name, request_id), self.id)?
+                .hold_as(terms.request(name, request_id), &self.holder)?
         };
         Ok(self.book(request_id, answer, &terms))
     }
@@ -658,7 +668,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         let shared = self.shared.clone();
         let answers = {
             let _claim = claim_grace(&shared).await;
-            shared.driver.hold_many_as(asked, self.id)?
+            shared.driver.hold_many_as(asked, &self.holder)?
         };
         let mut answers = ids.into_iter().zip(answers);
         let replies = refusals
@@ -746,7 +756,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
                 self.shared.metrics.renewals.inc();
                 // Its losses are told here from now on (a client that came
                 // back on this connection after another one dropped).
-                self.shared.driver.take_over(lease_id, self.id);
+                self.shared.driver.take_over(lease_id, &self.holder);
             }
             answers.push(
                 renewed
@@ -785,7 +795,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
     /// connection): their losses are told here from now on.
     fn watch_group(&mut self, group: GroupId) {
         if self.groups.insert(group) {
-            self.shared.driver.take_over_group(group, self.id);
+            self.shared.driver.take_over_group(group, &self.holder);
         }
     }
 
@@ -823,13 +833,7 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
         let mut used = 0;
         let mut out = Vec::with_capacity(holders.len());
         for h in holders {
-            let wire = WireHolder {
-                lock: h.lock,
-                key: h.key,
-                fence: h.fence,
-                held_ms: protocol::millis(h.held_for),
-                expires_in_ms: h.expires_in.map(protocol::millis),
-            };
+            let wire = wire_holder(h);
             used += protocol::encode(&wire)?.len();
             if used > budget {
                 tracing::debug!(
@@ -842,6 +846,14 @@ impl<W: AsyncWrite + Unpin> Connection<W> {
             out.push(wire);
         }
         Ok(Reply::Holders(out))
+    }
+
+    /// Who holds one key (WHO-02); a read-only connection may ask.
+    async fn holder(&mut self, lock: String, key: String) -> leasehold::Result<Reply> {
+        names::check("key", &key)?;
+        let name = KeyName::new(lock, key);
+        let holder = self.shared.driver.holder(&name).await?;
+        Ok(Reply::Holder(holder.map(wire_holder)))
     }
 
     /// The requests still waiting for this connection, with their ttl, for
@@ -900,4 +912,17 @@ fn adopt_orphans(shared: &ServerContextRef, orphans: Vec<(RequestId, Duration, W
             _ = async { while grace.next().await.is_some() {} } => {}
         }
     });
+}
+
+/// A holder as the wire carries it.
+fn wire_holder(h: HolderInfo) -> WireHolder {
+    WireHolder {
+        lock: h.lock,
+        key: h.key,
+        fence: h.fence,
+        held_ms: protocol::millis(h.held_for),
+        expires_in_ms: h.expires_in.map(protocol::millis),
+        identity: h.identity,
+        waiting: u64::try_from(h.waiting).unwrap_or(u64::MAX),
+    }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use leasehold::remote::protocol::{self, ClientFrame, Role, ServerFrame, WireError, VERSION};
-use leasehold::ErrorKind;
+use leasehold::{ErrorKind, Identity};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, WriteHalf};
 use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::codec::{FramedRead, LengthDelimitedCodecError};
@@ -42,8 +42,8 @@ const DRAIN_BYTES: usize = 64 * 1024;
 pub(crate) struct Admitted {
     /// What its token admits it to.
     pub role: Role,
-    /// What the client calls itself (`ConnectOptions::client_name`).
-    pub name: Option<String>,
+    /// Who the client is (WHO-01, `ConnectOptions::identity`).
+    pub identity: Identity,
     _place: OwnedSemaphorePermit,
     _tenancy: Option<Tenancy>,
 }
@@ -136,11 +136,11 @@ pub(crate) async fn serve<S>(
 }
 
 /// What a good hello said: the role it admits to, its token's number and
-/// the client's name.
+/// the client's identity.
 struct Said {
     role: Role,
     token: Option<usize>,
-    name: Option<String>,
+    identity: Identity,
 }
 
 /// Reads the hello.
@@ -167,7 +167,7 @@ async fn hello<S: AsyncRead>(
             "protocol version {version} is not spoken here; this server speaks {VERSION}"
         ))
     };
-    let (token, name) = match protocol::decode::<ClientFrame>(&first) {
+    let (token, identity) = match protocol::decode::<ClientFrame>(&first) {
         Err(e) => {
             return Err(match protocol::hello_version(&first) {
                 Some(version) if version != VERSION => other_version(version),
@@ -180,24 +180,23 @@ async fn hello<S: AsyncRead>(
         Ok(ClientFrame::Hello { version, .. }) if version != VERSION => {
             return Err(other_version(version))
         }
-        Ok(ClientFrame::Hello { token, name, .. }) => (token, name),
+        Ok(ClientFrame::Hello {
+            token, identity, ..
+        }) => (token, identity),
     };
-    if let Some(name) = &name {
-        leasehold::check_client_name(name).map_err(|e| Refused::bad_hello(e.message()))?;
-    }
-    let name = name.filter(|n| !n.is_empty());
+    let identity = Identity::new(&identity).map_err(|e| Refused::bad_hello(e.message()))?;
     let Some(tokens) = &shared.tokens else {
         return Ok(Said {
             role: Role::Write,
             token: None,
-            name,
+            identity,
         });
     };
     match token.as_deref().map(|t| tokens.find(t)) {
         Some(Some((role, number))) => Ok(Said {
             role,
             token: Some(number),
-            name,
+            identity,
         }),
         Some(None) => Err(Refused::new(
             ErrorKind::Unauthenticated,
@@ -240,7 +239,7 @@ fn admit(shared: &ServerContextRef, said: Said) -> Result<Admitted, Refused> {
     })?;
     Ok(Admitted {
         role: said.role,
-        name: said.name,
+        identity: said.identity,
         _place: place,
         _tenancy: tenancy,
     })

@@ -35,10 +35,12 @@ pub enum Op {
     RenewGroup,
     /// `HoldMany`.
     HoldMany,
+    /// `Holder`.
+    Holder,
 }
 
 impl Op {
-    const ALL: [Op; 11] = [
+    const ALL: [Op; 12] = [
         Op::Hold,
         Op::Renew,
         Op::Release,
@@ -50,6 +52,7 @@ impl Op {
         Op::SlotRelease,
         Op::RenewGroup,
         Op::HoldMany,
+        Op::Holder,
     ];
 
     /// The label value.
@@ -66,6 +69,7 @@ impl Op {
             Op::SlotRelease => "slot_release",
             Op::RenewGroup => "renew_group",
             Op::HoldMany => "hold_many",
+            Op::Holder => "holder",
         }
     }
 }

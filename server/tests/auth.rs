@@ -45,7 +45,8 @@ async fn lock_14_a_missing_or_unknown_token_is_unauthenticated() {
 }
 
 // LOCK-14: a connection admitted only to read may list and ping, but its
-// holds fail PermissionDenied and nothing is granted or queued.
+// holds fail PermissionDenied and nothing is granted or queued. WHO-02: it
+// may list holders and ask who holds a key.
 #[tokio::test]
 async fn lock_14_a_read_only_connection_may_not_hold_and_nothing_is_queued() {
     let dir = data_dir();
@@ -99,6 +100,19 @@ async fn lock_14_a_read_only_connection_may_not_hold_and_nothing_is_queued() {
         Ok(Reply::Holders(h)) => assert_eq!(h.len(), 2),
         other => panic!("expected Holders, got {other:?}"),
     }
+    // WHO-02: so is asking who holds one key; the answer names the writer.
+    match reader
+        .request(Request::Holder {
+            lock: "jobs".into(),
+            key: "free".into(),
+        })
+        .await
+    {
+        Ok(Reply::Holder(Some(h))) => {
+            assert_eq!((h.fence, h.identity.as_str()), (free.fence, "test"))
+        }
+        other => panic!("expected the holder, got {other:?}"),
+    }
     writer.release(free.lease_id).await;
 }
 
@@ -147,7 +161,7 @@ async fn tls_connections_are_served() {
         .send(&leasehold::remote::protocol::ClientFrame::Hello {
             version: leasehold::remote::protocol::VERSION,
             token: None,
-            name: None,
+            identity: "test".into(),
         })
         .await;
     assert!(plain.recv().await.is_none());

@@ -7,7 +7,8 @@ mod support;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use leasehold::HoldOptions;
+use leasehold::remote::ConnectOptions;
+use leasehold::{HoldOptions, Store};
 use support::etcd::EtcdProcess;
 use support::server::{send_signal, ServerProcess};
 use support::{connect, data_dir, S};
@@ -251,11 +252,17 @@ fn hold_reports_a_missing_command_and_an_unreachable_store() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("Unavailable"));
 }
 
+// WHO-02: `leasehold ls` shows each holder's identity and how many wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ls_lists_held_keys_with_fence_and_age() {
+async fn who_02_ls_lists_held_keys_with_fence_holder_and_age() {
     let dir = data_dir();
     let server = ServerProcess::start(dir.path(), &[]);
-    let store = connect(&server.url()).await;
+    let store = Store::connect(
+        &server.url(),
+        ConnectOptions::default().identity("billing worker 3"),
+    )
+    .await
+    .unwrap();
     let held = store
         .lock("summaries")
         .open()
@@ -270,6 +277,8 @@ async fn ls_lists_held_keys_with_fence_and_age() {
     let line = text.lines().find(|l| l.contains("chat-1")).expect(&text);
     assert!(line.starts_with("summaries"), "{line}");
     assert!(line.contains(&held.lease().fence().to_string()), "{line}");
+    assert!(line.contains(" billing worker 3 "), "{line}");
+    assert!(text.starts_with("LOCK"), "{text}");
     assert!(
         text.lines()
             .any(|l| l.starts_with("(manual)") && l.contains("batch")),

@@ -13,12 +13,12 @@ fn seeds() -> Vec<Vec<u8>> {
         ClientFrame::Hello {
             version: VERSION,
             token: Some("writer-token".into()),
-            name: None,
+            identity: "test".into(),
         },
         ClientFrame::Hello {
             version: VERSION,
             token: None,
-            name: Some("worker 7".into()),
+            identity: "worker 7".into(),
         },
         ClientFrame::Request {
             id: 1,

@@ -17,7 +17,7 @@ fn hello(token: Option<&str>) -> ClientFrame {
     ClientFrame::Hello {
         version: VERSION,
         token: token.map(str::to_owned),
-        name: None,
+        identity: "seed".into(),
     }
 }
 
@@ -95,6 +95,10 @@ fn every_request() -> Vec<ClientFrame> {
             max_hold_ms: None,
             queue: true,
             group: Some(99),
+        },
+        Request::Holder {
+            lock: "jobs".into(),
+            key: "k".into(),
         },
     ]
     .into_iter()
@@ -180,7 +184,7 @@ fn connection(seeds: &mut BTreeMap<String, Vec<u8>>) {
         vec![ClientFrame::Hello {
             version: VERSION + 1,
             token: None,
-            name: None,
+            identity: "seed".into(),
         }],
         vec![request(1, Request::Ping)],
         vec![hello(None), hello(None)],

@@ -121,7 +121,7 @@ async fn err_02_untimely_frames_get_a_protocol_goodbye() {
         .send(&ClientFrame::Hello {
             version: protocol::VERSION + 1,
             token: None,
-            name: None,
+            identity: "test".into(),
         })
         .await;
     assert_eq!(future.goodbye().await.code, "Protocol");
@@ -147,13 +147,13 @@ async fn err_02_untimely_frames_get_a_protocol_goodbye() {
         .send(&ClientFrame::Hello {
             version: protocol::VERSION,
             token: None,
-            name: Some("two\nlines".into()),
+            identity: "two\nlines".into(),
         })
         .await;
     let bye = misnamed.goodbye().await;
     assert_eq!(
         (bye.code.as_str(), bye.message.as_str()),
-        ("Protocol", "the client name holds a control character")
+        ("Protocol", "the identity holds a control character")
     );
 
     // Nothing the early request asked for was granted.
@@ -340,7 +340,7 @@ async fn err_05_the_hello_timeout_bounds_the_whole_hello() {
     let hello = protocol::encode(&ClientFrame::Hello {
         version: protocol::VERSION,
         token: Some("t".repeat(40)),
-        name: None,
+        identity: "test".into(),
     })
     .unwrap();
     let mut framed = (hello.len() as u32).to_be_bytes().to_vec();

@@ -24,7 +24,7 @@ async fn the_server_store_passes_the_conformance_suite() {
         async move {
             let driver = RemoteDriver::connect(
                 &url,
-                ConnectOptions::default(),
+                ConnectOptions::default().identity(conformance::IDENTITY),
                 &tokio::runtime::Handle::current(),
             )
             .await

@@ -12,7 +12,9 @@ use leasehold::driver::{
     HolderInfo, KeyName, LossSender,
 };
 use leasehold::slots::{AcquireResult, SlotLease, SlotRequest};
-use leasehold::{ErrorKind, GroupId, LeaseId, MemoryDriver, MemoryOptions, RequestId, Result};
+use leasehold::{
+    ErrorKind, GroupId, Identity, LeaseId, MemoryDriver, MemoryOptions, RequestId, Result,
+};
 use spec_tests::conformance::{self, Harness, Time};
 use tokio::sync::oneshot;
 
@@ -31,6 +33,8 @@ enum Fault {
     /// Grants a request that must wait at once (a lease on a key of its
     /// own), while the lease it waits behind lasts.
     GrantsWaitersEarly,
+    /// Answers who holds a key without the line behind it.
+    CountsNoWaiters,
 }
 
 struct Faulty {
@@ -113,7 +117,7 @@ impl Driver for Faulty {
                 }
                 other => Ok(other),
             },
-            Fault::ReleaseSwallowsLost => self.inner.hold(request).await,
+            Fault::ReleaseSwallowsLost | Fault::CountsNoWaiters => self.inner.hold(request).await,
         }
     }
 
@@ -140,6 +144,14 @@ impl Driver for Faulty {
         self.inner.holders(lock).await
     }
 
+    async fn holder(&self, name: &KeyName) -> Result<Option<HolderInfo>> {
+        let holder = self.inner.holder(name).await?;
+        match self.fault {
+            Fault::CountsNoWaiters => Ok(holder.map(|h| HolderInfo { waiting: 0, ..h })),
+            _ => Ok(holder),
+        }
+    }
+
     async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {
         self.inner.slot_acquire(request).await
     }
@@ -160,7 +172,9 @@ impl Driver for Faulty {
 async fn failures(fault: Fault) -> Vec<(&'static str, String)> {
     let report = conformance::run(|| async move {
         let clock = VirtualClock::new();
-        let options = MemoryOptions::default().clock(clock.clone().into());
+        let options = MemoryOptions::default()
+            .clock(clock.clone().into())
+            .identity(Identity::new(conformance::IDENTITY).unwrap());
         let inner = MemoryDriver::new(options, &tokio::runtime::Handle::current());
         Harness {
             driver: Arc::new(Faulty {
@@ -245,4 +259,16 @@ async fn a_driver_that_never_pushes_fails_lock_16() {
 async fn a_driver_that_grants_a_waiter_early_fails_lock_16() {
     let why = why_failed(Fault::GrantsWaitersEarly, "lease_expires_at_its_ttl").await;
     assert!(why.contains("while the lease before it lasted"), "{why}");
+}
+
+// WHO-02: a store whose answer to "who holds this key?" leaves out the
+// line fails the holder check.
+#[tokio::test]
+async fn a_driver_that_counts_no_waiters_fails_who_02() {
+    let why = why_failed(
+        Fault::CountsNoWaiters,
+        "holder_names_identity_fence_and_line",
+    )
+    .await;
+    assert!(why.contains("with one waiter"), "{why}");
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use leasehold::clock::VirtualClock;
-use leasehold::{MemoryDriver, MemoryOptions};
+use leasehold::{Identity, MemoryDriver, MemoryOptions};
 use spec_tests::conformance::{self, Harness, Report, Time};
 
 async fn run(renewal: bool, push: bool) -> Report {
@@ -14,7 +14,8 @@ async fn run(renewal: bool, push: bool) -> Report {
         let options = MemoryOptions::default()
             .clock(clock.clone().into())
             .renewal(renewal)
-            .push(push);
+            .push(push)
+            .identity(Identity::new(conformance::IDENTITY).unwrap());
         let driver = MemoryDriver::new(options, &tokio::runtime::Handle::current());
         Harness {
             driver: Arc::new(driver),
@@ -77,7 +78,9 @@ async fn every_check_runs_on_the_embedded_store() {
 #[tokio::test]
 async fn memory_driver_on_real_time_conforms() {
     let report = conformance::run(|| async {
-        let options = MemoryOptions::default().renewal(true);
+        let options = MemoryOptions::default()
+            .renewal(true)
+            .identity(Identity::new(conformance::IDENTITY).unwrap());
         let driver = MemoryDriver::new(options, &tokio::runtime::Handle::current());
         Harness {
             driver: Arc::new(driver),

@@ -339,7 +339,7 @@ impl WireClient {
         c.send(&ClientFrame::Hello {
             version: VERSION,
             token: None,
-            name: None,
+            identity: "bench".into(),
         })
         .await?;
         match c.recv().await? {

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ._hold import Hold, HoldMany, TryHold
 from ._ids import IdGenerator, IdLayout, IdParts
-from ._native import Lease, __version__
+from ._native import HolderInfo, Lease, __version__
 from ._slots import HeldSlot, Owner, SlotHold, SlotLease, Slots
 from ._store import Lock, ManualLease, Store, connect, connect_blocking, memory
 from ._types import Duration, Pem
@@ -49,6 +49,7 @@ __all__ = [
     "HeldSlot",
     "Hold",
     "HoldMany",
+    "HolderInfo",
     "IdGenerator",
     "IdLayout",
     "IdParts",

@@ -14,6 +14,7 @@ __all__ = [
     "SLOT_DEFAULT_LIMIT",
     "HeldSlot",
     "Hold",
+    "HolderInfo",
     "Holding",
     "IdGenerator",
     "IdLayout",
@@ -364,8 +365,27 @@ class Lock:
     @property
     def margin(self) -> float: ...
     def begin(self, key: str, wait: Duration | None = None) -> Awaitable[Holding]: ...
+    def holder(self, key: str) -> Awaitable[HolderInfo | None]: ...
     def rust_hold_cycles(self, key: str, cycles: int) -> float:
         """Benchmark hook: seconds taken by ``cycles`` begin + end in Rust."""
+
+@final
+class HolderInfo:
+    """Who holds a key (WHO-02): the identity of the store handle that took
+    the lease, its fence, how long it has been held and how long the store
+    keeps it unless renewed (seconds; ``None``: not by time), and how many
+    wait in the key's line."""
+
+    @property
+    def identity(self) -> str: ...
+    @property
+    def fence(self) -> int: ...
+    @property
+    def held_for(self) -> float: ...
+    @property
+    def expires_in(self) -> float | None: ...
+    @property
+    def waiting(self) -> int: ...
 
 @final
 class Store:
@@ -435,7 +455,7 @@ def connect(
     client_cert_pem: bytes | None = None,
     client_key_pem: bytes | None = None,
     accept_old_etcd: bool = False,
-    client_name: str | None = None,
+    identity: str | None = None,
 ) -> Awaitable[Store]: ...
 def connect_blocking(
     url: str,
@@ -446,7 +466,7 @@ def connect_blocking(
     client_cert_pem: bytes | None = None,
     client_key_pem: bytes | None = None,
     accept_old_etcd: bool = False,
-    client_name: str | None = None,
+    identity: str | None = None,
 ) -> Store: ...
 def memory_with(clock: VirtualClock, renewal: bool = False, push: bool = True) -> Store: ...
 def parse_duration(value: Duration) -> float: ...

@@ -110,6 +110,13 @@ class Lock:
         """Holds ``key`` while the block runs if it is free now; never waits."""
         return Hold.try_hold(self._native, key)
 
+    async def holder(self, key: str) -> _native.HolderInfo | None:
+        """Who holds ``key`` now, from a linearizable read of the store
+        (WHO-02): its holder's ``identity``, ``fence``, ``held_for``,
+        ``expires_in`` and how many are ``waiting``, or ``None`` when nobody
+        holds it. A connection admitted only to read may ask."""
+        return await self._native.holder(key)
+
     def __repr__(self) -> str:
         return f"Lock(name={self.name!r}, ttl={self.ttl})"
 
@@ -280,7 +287,7 @@ async def connect(
     client_cert: Pem | None = None,
     client_key: Pem | None = None,
     accept_old_etcd: bool = False,
-    client_name: str | None = None,
+    identity: str | None = None,
 ) -> Store:
     """Connects to the store at ``url``: the server store
     (``leasehold://host:port``, or ``leaseholds://host:port`` with ``tls``,
@@ -291,9 +298,10 @@ async def connect(
     with ``password``, presenting ``client_cert`` and ``client_key`` (PEM
     bytes or paths).
     ``accept_old_etcd`` opens an etcd older than DIST-08's minimum versions.
-    ``client_name`` is what this client is called where the store shows its
-    holders: the server store's live page, PostgreSQL's ``application_name``
-    (at most 128 bytes, no control characters)."""
+    ``identity`` is who this client is (WHO-01): recorded with every lease
+    it takes and shown wherever a holder is (``Lock.holder``, ``leasehold
+    ls``, the live page); at most 256 bytes, no control characters, by
+    default ``hostname:pid``."""
     return Store(
         await _native.connect(
             url,
@@ -304,7 +312,7 @@ async def connect(
             _pem(client_cert, "client_cert"),
             _pem(client_key, "client_key"),
             accept_old_etcd,
-            client_name,
+            identity,
         )
     )
 
@@ -319,7 +327,7 @@ def connect_blocking(
     client_cert: Pem | None = None,
     client_key: Pem | None = None,
     accept_old_etcd: bool = False,
-    client_name: str | None = None,
+    identity: str | None = None,
 ) -> Store:
     """:func:`connect` for code without an event loop."""
     return Store(
@@ -332,6 +340,6 @@ def connect_blocking(
             _pem(client_cert, "client_cert"),
             _pem(client_key, "client_key"),
             accept_old_etcd,
-            client_name,
+            identity,
         )
     )

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{
-    Certificate, Client, Compare, CompareOp, GetOptions, Identity, PutOptions, TlsOptions, Txn,
-    TxnOp, TxnOpResponse,
+    Certificate, Client, Compare, CompareOp, GetOptions, Identity, KeyValue, PutOptions,
+    TlsOptions, Txn, TxnOp, TxnOpResponse,
 };
 use rand::Rng;
 use tokio::runtime::Handle;
@@ -25,11 +25,23 @@ use super::version;
 use super::watcher::Watcher;
 use crate::clock::Clock;
 use crate::connect::ConnectOptions;
-use crate::driver::{Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo};
+use crate::driver::{
+    Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo, KeyName,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::slots::{AcquireResult, SlotLease, SlotRequest};
+
+/// Gives the holder found in `line`, if it is the last one found, the
+/// line's other records as its waiters.
+fn close_line(found: &mut [(KeyName, HolderInfo, i64)], line: Option<(KeyName, usize)>) {
+    if let (Some((name, records)), Some((held, info, _))) = (line, found.last_mut()) {
+        if *held == name {
+            info.waiting = records - 1;
+        }
+    }
+}
 
 /// What the driver's tasks share: the etcd calls, the key layout, the
 /// clock, the watcher, and the book of requests and leases.
@@ -40,11 +52,104 @@ pub(crate) struct EtcdDriverCore {
     pub(crate) watcher: Watcher,
     pub(crate) closed: CancellationToken,
     state: Mutex<EtcdBook>,
+    /// Recorded with every request this driver writes (WHO-01).
+    identity: String,
 }
 
 impl EtcdDriverCore {
     pub(crate) fn lock(&self) -> MutexGuard<'_, EtcdBook> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The holders among the request records `kvs` (of one line or
+    /// many, in key order, so a line's records come together), each with
+    /// the number of the other records of its line (its waiters) and its
+    /// etcd lease; time left is read apart.
+    fn holders_in(&self, kvs: &[KeyValue]) -> Vec<(HolderInfo, i64)> {
+        let now_ms = self.clock.unix_millis();
+        let mut found = Vec::new();
+        // The line being read: its key, and its records so far.
+        let mut line: Option<(KeyName, usize)> = None;
+        for kv in kvs {
+            let (Some(name), Some(record)) = (
+                self.layout.key_of(kv.key()),
+                RequestRecord::parse(kv.value()),
+            ) else {
+                continue;
+            };
+            match &mut line {
+                Some((current, records)) if *current == name => *records += 1,
+                _ => {
+                    close_line(&mut found, line.take());
+                    line = Some((name.clone(), 1));
+                }
+            }
+            if !record.held {
+                continue;
+            }
+            let fence = record
+                .fence
+                .or_else(|| u64::try_from(kv.mod_revision()).ok())
+                .unwrap_or(0);
+            let info = HolderInfo {
+                lock: name.lock.to_string(),
+                key: name.key.to_string(),
+                fence,
+                held_for: Duration::from_millis(
+                    now_ms.saturating_sub(record.granted_ms.unwrap_or(now_ms)),
+                ),
+                expires_in: None,
+                identity: record.identity.unwrap_or_default(),
+                waiting: 0,
+            };
+            found.push((name, info, kv.lease()));
+        }
+        close_line(&mut found, line);
+        found
+            .into_iter()
+            .map(|(_, info, lease)| (info, lease))
+            .collect()
+    }
+
+    /// The holders of the lines under `prefix`, from one range read
+    /// (linearizable, as etcd's reads are by default), with the time their
+    /// etcd leases have left.
+    async fn holders_under(&self, doing: &str, prefix: Vec<u8>) -> Result<Vec<HolderInfo>> {
+        if self.lock().closed {
+            return Err(closed());
+        }
+        let listed = self
+            .calls
+            .get(doing, prefix, GetOptions::new().with_prefix())
+            .await?;
+        Ok(self.with_ttls(self.holders_in(listed.kvs())).await)
+    }
+
+    /// `holders` with the time their etcd leases have left, as etcd says.
+    async fn with_ttls(&self, holders: Vec<(HolderInfo, i64)>) -> Vec<HolderInfo> {
+        let ttls = futures::future::join_all(holders.iter().map(|(_, lease)| {
+            let lease = *lease;
+            async move {
+                let read = |client: Client| async move {
+                    client.lease_client().time_to_live(lease, None).await
+                };
+                self.calls
+                    .bounded("reading a lease's ttl", read)
+                    .await
+                    .ok()
+                    .and_then(|r| u64::try_from(r.ttl()).ok())
+                    .map(Duration::from_secs)
+            }
+        }))
+        .await;
+        holders
+            .into_iter()
+            .zip(ttls)
+            .map(|((info, _), ttl)| HolderInfo {
+                expires_in: ttl,
+                ..info
+            })
+            .collect()
     }
 
     /// Lets a held lease go: revoking its etcd lease deletes its record.
@@ -196,6 +301,7 @@ impl EtcdDriver {
                 watcher,
                 closed,
                 state: Mutex::new(EtcdBook::default()),
+                identity: options.checked_identity()?.to_string(),
             }),
         })
     }
@@ -276,6 +382,7 @@ impl Driver for EtcdDriver {
             ttl_ms,
             fence: None,
             granted_ms: Some(s.clock.unix_millis()),
+            identity: Some(s.identity.clone()),
         };
         let waiting = RequestRecord {
             token,
@@ -283,6 +390,7 @@ impl Driver for EtcdDriver {
             ttl_ms,
             fence: None,
             granted_ms: None,
+            identity: Some(s.identity.clone()),
         };
         let with_lease = || Some(PutOptions::new().with_lease(etcd_lease));
         let mut otherwise = Vec::new();
@@ -515,67 +623,17 @@ impl Driver for EtcdDriver {
 
     async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
         let s = &self.shared;
-        if s.lock().closed {
-            return Err(closed());
-        }
-        let prefix = s.layout.lines(lock);
-        let listed = s
-            .calls
-            .get("listing holders", prefix, GetOptions::new().with_prefix())
+        let mut list = s
+            .holders_under("listing holders", s.layout.lines(lock))
             .await?;
-        let now_ms = s.clock.unix_millis();
-        let mut holders = Vec::new();
-        for kv in listed.kvs() {
-            let (Some(name), Some(record)) =
-                (s.layout.key_of(kv.key()), RequestRecord::parse(kv.value()))
-            else {
-                continue;
-            };
-            if !record.held {
-                continue;
-            }
-            let fence = record
-                .fence
-                .or_else(|| u64::try_from(kv.mod_revision()).ok())
-                .unwrap_or(0);
-            holders.push((
-                HolderInfo {
-                    lock: name.lock.to_string(),
-                    key: name.key.to_string(),
-                    fence,
-                    held_for: Duration::from_millis(
-                        now_ms.saturating_sub(record.granted_ms.unwrap_or(now_ms)),
-                    ),
-                    expires_in: None,
-                },
-                kv.lease(),
-            ));
-        }
-        let ttls = futures::future::join_all(holders.iter().map(|(_, lease)| {
-            let lease = *lease;
-            async move {
-                let read = |client: Client| async move {
-                    client.lease_client().time_to_live(lease, None).await
-                };
-                s.calls
-                    .bounded("reading a lease's ttl", read)
-                    .await
-                    .ok()
-                    .and_then(|r| u64::try_from(r.ttl()).ok())
-                    .map(Duration::from_secs)
-            }
-        }))
-        .await;
-        let mut list: Vec<HolderInfo> = holders
-            .into_iter()
-            .zip(ttls)
-            .map(|((info, _), ttl)| HolderInfo {
-                expires_in: ttl,
-                ..info
-            })
-            .collect();
         list.sort_by(|a, b| (&a.lock, &a.key).cmp(&(&b.lock, &b.key)));
         Ok(list)
+    }
+
+    async fn holder(&self, name: &KeyName) -> Result<Option<HolderInfo>> {
+        let s = &self.shared;
+        let line = s.layout.line(name);
+        Ok(s.holders_under("reading a key's holder", line).await?.pop())
     }
 
     async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {

@@ -143,6 +143,10 @@ pub(crate) struct RequestRecord {
     /// When granted: the granting client's wall clock, in Unix milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) granted_ms: Option<u64>,
+    /// The identity of the store handle that asked (WHO-01); absent in the
+    /// records of a driver older than identities, which show none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) identity: Option<String>,
 }
 
 impl RequestRecord {

@@ -24,7 +24,9 @@ use super::schema::{self, quoted};
 use super::target::PostgresTarget;
 use crate::clock::Clock;
 use crate::connect::ConnectOptions;
-use crate::driver::{Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo};
+use crate::driver::{
+    Capabilities, Driver, GiveUp, Grant, HoldAnswer, HoldRequest, HolderInfo, KeyName,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
@@ -51,13 +53,13 @@ impl Sql {
     fn new(schema: &str) -> Sql {
         let s = quoted(schema);
         Sql {
-            hold: format!("SELECT * FROM {s}.hold($1, $2, $3, $4, $5, $6, $7)"),
+            hold: format!("SELECT * FROM {s}.hold($1, $2, $3, $4, $5, $6, $7, $8)"),
             look_again: format!("SELECT * FROM {s}.look_again($1)"),
             renew: format!("SELECT * FROM {s}.renew($1, $2)"),
             renew_group: format!("SELECT {s}.renew_group($1, $2) AS expires_in_ms"),
             release: format!("SELECT {s}.release($1) AS answer"),
             give_up: format!("SELECT {s}.give_up($1) AS answer"),
-            holders: format!("SELECT * FROM {s}.holders($1)"),
+            holders: format!("SELECT * FROM {s}.holders($1, $2)"),
             forget: format!("SELECT {s}.forget('{KEEP_OVER}')"),
         }
     }
@@ -73,6 +75,49 @@ pub(crate) struct PostgresCore {
     pub(crate) closed: CancellationToken,
     pub(crate) runtime: Handle,
     state: Mutex<PostgresBook>,
+    /// Recorded with every request this driver makes (WHO-01).
+    identity: String,
+}
+
+impl PostgresCore {
+    /// The live holders of `lock` (of every lock when `None`), or of its
+    /// key `key` alone, from one read on the primary (WHO-02).
+    async fn holders(&self, lock: Option<&str>, key: Option<&str>) -> Result<Vec<HolderInfo>> {
+        if self.lock().closed {
+            return Err(closed());
+        }
+        let rows = self
+            .calls
+            .query(
+                "listing holders",
+                &self.sql.holders,
+                &[(&lock, Type::TEXT), (&key, Type::TEXT)],
+            )
+            .await?;
+        let mut list = Vec::with_capacity(rows.len());
+        for row in rows {
+            let read = |column: &str| -> Result<u64> {
+                let v: Option<i64> = row.try_get(column).map_err(|e| {
+                    Error::new(
+                        ErrorKind::Protocol,
+                        format!("PostgreSQL listed a holder that is not Leasehold's: {e}"),
+                    )
+                })?;
+                Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
+            };
+            let identity: Option<String> = row.get("identity");
+            list.push(HolderInfo {
+                lock: row.get("lock"),
+                key: row.get("key"),
+                fence: read("fence")?,
+                held_for: Duration::from_millis(read("held_ms")?),
+                expires_in: Some(Duration::from_millis(read("expires_in_ms")?)),
+                identity: identity.unwrap_or_default(),
+                waiting: usize::try_from(read("waiting")?).unwrap_or(usize::MAX),
+            });
+        }
+        Ok(list)
+    }
 }
 
 /// The driver of a store on PostgreSQL, reached over `postgres://` or
@@ -147,6 +192,7 @@ impl PostgresDriver {
             closed: closed.clone(),
             runtime: runtime.clone(),
             state: Mutex::new(PostgresBook::default()),
+            identity: options.checked_identity()?.to_string(),
         });
         let hearing = Arc::new(Ears(Arc::downgrade(&shared)));
         let listening = listener::start(
@@ -181,7 +227,7 @@ fn with_options(config: &mut tokio_postgres::Config, options: &ConnectOptions) {
         config.connect_timeout(options.connect_timeout);
     }
     if config.get_application_name().is_none() {
-        config.application_name(options.client_name.as_deref().unwrap_or("leasehold"));
+        config.application_name(options.identity.as_deref().unwrap_or("leasehold"));
     }
     config.keepalives_idle(Duration::from_secs(10));
 }
@@ -519,6 +565,7 @@ impl Driver for PostgresDriver {
                     (&max_hold_ms, Type::INT8),
                     (&group, Type::BYTEA),
                     (&request.queue, Type::BOOL),
+                    (&s.identity, Type::TEXT),
                 ],
             )
             .await;
@@ -731,34 +778,15 @@ impl Driver for PostgresDriver {
     }
 
     async fn holders(&self, lock: Option<&str>) -> Result<Vec<HolderInfo>> {
-        let s = &self.shared;
-        if s.lock().closed {
-            return Err(closed());
-        }
-        let rows = s
-            .calls
-            .query("listing holders", &s.sql.holders, &[(&lock, Type::TEXT)])
+        self.shared.holders(lock, None).await
+    }
+
+    async fn holder(&self, name: &KeyName) -> Result<Option<HolderInfo>> {
+        let mut one = self
+            .shared
+            .holders(Some(&name.lock), Some(&name.key))
             .await?;
-        let mut list = Vec::with_capacity(rows.len());
-        for row in rows {
-            let read = |column: &str| -> Result<u64> {
-                let v: Option<i64> = row.try_get(column).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Protocol,
-                        format!("PostgreSQL listed a holder that is not Leasehold's: {e}"),
-                    )
-                })?;
-                Ok(v.and_then(|v| u64::try_from(v).ok()).unwrap_or(0))
-            };
-            list.push(HolderInfo {
-                lock: row.get("lock"),
-                key: row.get("key"),
-                fence: read("fence")?,
-                held_for: Duration::from_millis(read("held_ms")?),
-                expires_in: Some(Duration::from_millis(read("expires_in_ms")?)),
-            });
-        }
-        Ok(list)
+        Ok(one.pop())
     }
 
     async fn slot_acquire(&self, request: SlotRequest) -> Result<AcquireResult> {

@@ -8,13 +8,17 @@ use tokio_postgres::Client;
 use crate::error::{Error, ErrorKind, Result};
 
 /// The schema version this build makes and understands.
-pub(crate) const VERSION: i32 = 2;
+pub(crate) const VERSION: i32 = 3;
 
 /// The migrations' SQL, in order: the `n`th takes a schema from version
 /// `n` to `n + 1` (version 1 makes the tables and functions; version 2
-/// makes the calls leaner), with `@schema@` and `@channel@` to fill in.
-const STEPS: [&str; VERSION as usize] =
-    [include_str!("schema_v1.sql"), include_str!("schema_v2.sql")];
+/// makes the calls leaner; version 3 records identities), with `@schema@`
+/// and `@channel@` to fill in.
+const STEPS: [&str; VERSION as usize] = [
+    include_str!("schema_v1.sql"),
+    include_str!("schema_v2.sql"),
+    include_str!("schema_v3.sql"),
+];
 
 /// The migrations for `schema`, filled in.
 fn migrations(schema: &str) -> Vec<String> {

@@ -21,12 +21,14 @@ use tokio_util::sync::CancellationToken;
 use super::connection::{self, Frames, Welcome};
 use super::options::Target;
 use super::outbox::Outbox;
-use super::protocol::{self, millis, ClientFrame, Reply, Request, ServerFrame, WireGrant};
+use super::protocol::{
+    self, millis, ClientFrame, Reply, Request, ServerFrame, WireGrant, WireHolder,
+};
 use crate::clock::Clock;
 use crate::connect::ConnectOptions;
 use crate::driver::{
     loss_channel, Capabilities, Driver, GiveUp, Grant, Granted, HoldAnswer, HoldRequest,
-    HolderInfo, LossReceiver, LossSender, LossSink, Waiting,
+    HolderInfo, KeyName, LossReceiver, LossSender, LossSink, Waiting,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{GroupId, LeaseId, RequestId};
@@ -988,6 +990,19 @@ fn unexpected(what: &str, reply: &Reply) -> Error {
     Error::new(ErrorKind::Protocol, format!("{what} answered {reply:?}"))
 }
 
+/// A holder as the wire carries it, as a listing shows it.
+fn holder_info(h: WireHolder) -> HolderInfo {
+    HolderInfo {
+        lock: h.lock,
+        key: h.key,
+        fence: h.fence,
+        held_for: Duration::from_millis(h.held_ms),
+        expires_in: h.expires_in_ms.map(Duration::from_millis),
+        identity: h.identity,
+        waiting: usize::try_from(h.waiting).unwrap_or(usize::MAX),
+    }
+}
+
 #[async_trait]
 impl Driver for RemoteDriver {
     fn capabilities(&self) -> Capabilities {
@@ -1147,17 +1162,23 @@ impl Driver for RemoteDriver {
             })
             .await?
         {
-            Reply::Holders(list) => Ok(list
-                .into_iter()
-                .map(|h| HolderInfo {
-                    lock: h.lock,
-                    key: h.key,
-                    fence: h.fence,
-                    held_for: Duration::from_millis(h.held_ms),
-                    expires_in: h.expires_in_ms.map(Duration::from_millis),
-                })
-                .collect()),
+            Reply::Holders(list) => Ok(list.into_iter().map(holder_info).collect()),
             other => Err(unexpected("list", &other)),
+        }
+    }
+
+    async fn holder(&self, name: &KeyName) -> Result<Option<HolderInfo>> {
+        self.shared.wait_up().await?;
+        match self
+            .shared
+            .call(Request::Holder {
+                lock: name.lock.to_string(),
+                key: name.key.to_string(),
+            })
+            .await?
+        {
+            Reply::Holder(holder) => Ok(holder.map(holder_info)),
+            other => Err(unexpected("holder", &other)),
         }
     }
 

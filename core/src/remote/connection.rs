@@ -137,6 +137,7 @@ async fn attempt(
     again: &mut bool,
 ) -> Result<(Frames, Welcome)> {
     {
+        let identity = options.checked_identity()?.to_string();
         let tcp = TcpStream::connect((target.host.as_str(), target.port))
             .await
             .map_err(|e| unavailable(&format!("connect to {}:{}", target.host, target.port), e))?;
@@ -167,7 +168,7 @@ async fn attempt(
         let hello = ClientFrame::Hello {
             version: protocol::VERSION,
             token: options.token.clone(),
-            name: options.client_name.clone(),
+            identity,
         };
         frames
             .send(Bytes::from(protocol::encode(&hello)?))

@@ -19,7 +19,7 @@ use crate::slots::{Owner, SlotLease, SlotRequest};
 use crate::table::{GiveUp, Grant};
 
 /// The protocol version this build speaks.
-pub const VERSION: u16 = 5;
+pub const VERSION: u16 = 6;
 
 /// The largest frame either side accepts unless configured otherwise.
 pub const DEFAULT_MAX_FRAME: usize = 64 * 1024;
@@ -69,9 +69,9 @@ pub enum ClientFrame {
         version: u16,
         /// The client's token, when the server requires one.
         token: Option<String>,
-        /// What the client is called on the live page and in `leasehold ls`
-        /// (`ConnectOptions::client_name`).
-        name: Option<String>,
+        /// Who the client is (WHO-01, `ConnectOptions::identity`): recorded
+        /// with its leases and shown wherever they are.
+        identity: String,
     },
     /// A request; the server's [`ServerFrame::Reply`] carries the same id.
     Request {
@@ -182,6 +182,13 @@ pub enum Request {
         /// The ttl in milliseconds.
         ttl_ms: u64,
     },
+    /// Who holds one key, and how many wait for it (WHO-02).
+    Holder {
+        /// The lock's name.
+        lock: String,
+        /// The key.
+        key: String,
+    },
 }
 
 /// A slot lease as the wire carries it; times in milliseconds since the
@@ -265,7 +272,7 @@ pub struct WireGrant {
     pub revoke_in_ms: Option<u64>,
 }
 
-/// A key's holder, as `List` answers it.
+/// A key's holder, as `List` and `Holder` answer it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireHolder {
     /// The lock's name.
@@ -278,6 +285,10 @@ pub struct WireHolder {
     pub held_ms: u64,
     /// Milliseconds before the store lets the lease go unless renewed.
     pub expires_in_ms: Option<u64>,
+    /// The identity of the client that took the lease (WHO-01).
+    pub identity: String,
+    /// How many requests wait in the key's line.
+    pub waiting: u64,
 }
 
 /// A failure as the wire carries it: an ERR-01 code and a message.
@@ -325,6 +336,8 @@ pub enum Reply {
     /// each what a `Hold` of it alone would have answered (`Granted`,
     /// `NotHeld` or `Queued`) or why it failed.
     HeldMany(Vec<Result<Reply, WireError>>),
+    /// The answer to `Holder`: the key's holder, or `None` when it is free.
+    Holder(Option<WireHolder>),
 }
 
 /// [`GiveUp`] on the wire.
@@ -483,7 +496,7 @@ mod tests {
             ClientFrame::Hello {
                 version: VERSION,
                 token: Some("t".into()),
-                name: Some("n".into()),
+                identity: "n".into(),
             },
             ClientFrame::Request {
                 id: 7,
@@ -519,6 +532,13 @@ mod tests {
                 body: Request::RenewGroup {
                     group_id: u128::MAX,
                     ttl_ms: 10_000,
+                },
+            },
+            ClientFrame::Request {
+                id: 11,
+                body: Request::Holder {
+                    lock: "l".into(),
+                    key: "k".into(),
                 },
             },
         ];
@@ -595,7 +615,7 @@ mod tests {
         let now = encode(&ClientFrame::Hello {
             version: VERSION,
             token: None,
-            name: None,
+            identity: "api-7".into(),
         })
         .unwrap();
         assert_eq!(hello_version(&now), Some(VERSION));

@@ -3,8 +3,11 @@
 
 use std::collections::VecDeque;
 
-use super::{KeyRef, LeaseTable};
+use std::sync::Arc;
+
+use super::{Holder, KeyRef, LeaseTable};
 use crate::clock::Instant;
+use crate::identity::Identity;
 use crate::overview::ActivityKind;
 
 /// The most changes kept between two drains; older ones are dropped.
@@ -17,7 +20,7 @@ pub(super) struct Recorded {
     pub(super) kind: ActivityKind,
     pub(super) key: KeyRef,
     pub(super) fence: u64,
-    pub(super) holder: u64,
+    pub(super) holder: Arc<Holder>,
 }
 
 /// A change drained from the table.
@@ -35,6 +38,8 @@ pub struct KeyActivity {
     pub fence: u64,
     /// Who held it, or was granted it ([`LeaseTable::hold_as`]).
     pub holder: u64,
+    /// That holder's identity (WHO-01).
+    pub identity: Identity,
 }
 
 impl LeaseTable {
@@ -61,13 +66,20 @@ impl LeaseTable {
                 lock: r.key.lock().clone(),
                 key: r.key.key().into(),
                 fence: r.fence,
-                holder: r.holder,
+                holder: r.holder.number,
+                identity: r.holder.identity.clone(),
             })
             .collect()
     }
 
     /// Records a change of `key`, while recording.
-    pub(super) fn record(&mut self, kind: ActivityKind, key: &KeyRef, fence: u64, holder: u64) {
+    pub(super) fn record(
+        &mut self,
+        kind: ActivityKind,
+        key: &KeyRef,
+        fence: u64,
+        holder: &Arc<Holder>,
+    ) {
         let Some(ring) = self.activity.as_mut() else {
             return;
         };
@@ -79,7 +91,7 @@ impl LeaseTable {
             kind,
             key: key.clone(),
             fence,
-            holder,
+            holder: holder.clone(),
         });
     }
 }

@@ -29,6 +29,7 @@ use crate::clock::Instant;
 use crate::driver::HoldAnswer;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fence::Fences;
+use crate::identity::Identity;
 use crate::ids::{GroupId, LeaseId, RequestId};
 use crate::loss::LossReason;
 use crate::overview::ActivityKind;
@@ -63,6 +64,19 @@ impl KeyName {
             key: key.into(),
         }
     }
+}
+
+/// Who asks the table for a key: the number its owner gives it (a
+/// server, its connections'), which overviews and activity show and a
+/// server's limits count by, and its identity (WHO-01). Every lease and
+/// place in line of a holder points to its one `Arc<Holder>`: 8 bytes
+/// each, whatever the identity's length.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Holder {
+    /// The owner's number for it.
+    pub number: u64,
+    /// What it is called wherever it is shown.
+    pub identity: Identity,
 }
 
 /// A request to hold a key.
@@ -148,11 +162,16 @@ pub struct KeyHolder {
     pub grant: Grant,
     /// When the lease was granted.
     pub granted_at: Instant,
+    /// The identity of whoever took it (WHO-01).
+    pub identity: Identity,
+    /// How many requests wait in the key's line.
+    pub waiting: usize,
 }
 
 /// What the table keeps of a key's holder: its grant's ids and fence, its
-/// times in 8 bytes each ([`Nanos`]) and its group's place, 96 bytes in all
-/// where a `Grant`, the times beside it and a group's id took 192.
+/// times in 8 bytes each ([`Nanos`]), its group's place and its holder,
+/// 96 bytes in all where a `Grant`, the times beside it and a group's id
+/// took 192.
 #[derive(Debug)]
 struct HolderState {
     request_id: RequestId,
@@ -162,7 +181,7 @@ struct HolderState {
     group: Option<u32>,
     fence: u64,
     /// Who holds it, as the table's owner named the hold ([`LeaseTable::hold_as`]).
-    holder: u64,
+    holder: Arc<Holder>,
     granted_at: Nanos,
     /// When the store lets the lease go unless renewed (in a group: its
     /// group's expiry when it joined; the group's own is the one that counts).
@@ -199,7 +218,7 @@ struct Waiter {
     ttl: Option<Duration>,
     max_hold: Option<Duration>,
     group: Option<GroupId>,
-    holder: u64,
+    holder: Arc<Holder>,
     /// When it joined the line.
     queued_at: Instant,
 }
@@ -368,16 +387,21 @@ impl LeaseTable {
         self.keys.values().map(|k| k.line.len()).sum()
     }
 
-    /// The current holder of a key, if any (for inspection by tests).
-    #[cfg(any(test, feature = "internals"))]
+    /// The current holder of a key, if any, and how many wait (WHO-02).
     pub fn holder(&self, name: &KeyName) -> Option<KeyHolder> {
         let state = self.keys.get(&Lookup(name))?;
         let h = state.holder.as_ref()?;
-        Some(KeyHolder {
-            name: name.clone(),
+        Some(self.key_holder(name.clone(), h, &state.line))
+    }
+
+    fn key_holder(&self, name: KeyName, h: &HolderState, line: &Line) -> KeyHolder {
+        KeyHolder {
+            name,
             grant: self.current(h),
             granted_at: h.granted_at(),
-        })
+            identity: h.holder.identity.clone(),
+            waiting: line.len(),
+        }
     }
 
     /// A holder's grant with its current expiry (its group's, in a group).
@@ -392,12 +416,9 @@ impl LeaseTable {
     /// The holder of the lease `lease_id`, if it is held.
     pub fn holder_by_id(&self, lease_id: LeaseId) -> Option<KeyHolder> {
         let key = self.held_key(lease_id)?;
-        let h = self.keys.get(key)?.holder.as_ref()?;
-        Some(KeyHolder {
-            name: key.name(),
-            grant: self.current(h),
-            granted_at: h.granted_at(),
-        })
+        let state = self.keys.get(key)?;
+        let h = state.holder.as_ref()?;
+        Some(self.key_holder(key.name(), h, &state.line))
     }
 
     /// Every holder of lock `lock` (or of every lock), sorted by key.
@@ -407,11 +428,9 @@ impl LeaseTable {
             .iter()
             .filter(|(k, _)| lock.is_none_or(|l| &**k.lock() == l))
             .filter_map(|(k, s)| {
-                s.holder.as_ref().map(|h| KeyHolder {
-                    name: k.name(),
-                    grant: self.current(h),
-                    granted_at: h.granted_at(),
-                })
+                s.holder
+                    .as_ref()
+                    .map(|h| self.key_holder(k.name(), h, &s.line))
             })
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -495,20 +514,20 @@ impl LeaseTable {
 
     /// The number of the holder of lease `id` ([`LeaseTable::hold_as`]), if it is held.
     pub fn holder_number(&self, id: LeaseId) -> Option<u64> {
-        self.holder_of(id).map(|h| h.holder)
+        self.holder_of(id).map(|h| h.holder.number)
     }
 
     /// Makes `holder` the holder of lease `id` from now on (a server's
     /// client that came back on another connection); `false` when the
     /// lease is not held.
-    pub fn set_holder(&mut self, id: LeaseId, holder: u64) -> bool {
+    pub fn set_holder(&mut self, id: LeaseId, holder: &Arc<Holder>) -> bool {
         let Some(h) = self.holder_of_mut(id) else {
             return false;
         };
-        let before = std::mem::replace(&mut h.holder, holder);
-        if before != holder {
-            self.uncount_held(before);
-            self.count_held(holder);
+        let before = std::mem::replace(&mut h.holder, holder.clone());
+        if before.number != holder.number {
+            self.uncount_held(before.number);
+            self.count_held(holder.number);
         }
         true
     }
@@ -577,17 +596,20 @@ impl LeaseTable {
     /// the same grant, or the same place in line (LOCK-03).
     #[cfg(any(test, feature = "internals"))]
     pub fn hold(&mut self, req: HoldRequest, now: Instant) -> Result<HoldAnswer<Grant, ()>> {
-        self.hold_as(req, now, 0)
+        let holder = Arc::new(Holder {
+            number: 0,
+            identity: Identity::new("table").expect("a valid identity"),
+        });
+        self.hold_as(req, now, &holder)
     }
 
-    /// [`LeaseTable::hold`] for `holder`, a number the table's owner gives
-    /// its holders (a server, its connections') that overviews and
-    /// activity show; it changes nothing else.
+    /// [`LeaseTable::hold`] for `holder`, whose number and identity the
+    /// lease or the place in line records; they change nothing else.
     pub fn hold_as(
         &mut self,
         req: HoldRequest,
         now: Instant,
-        holder: u64,
+        holder: &Arc<Holder>,
     ) -> Result<HoldAnswer<Grant, ()>> {
         self.advance(now);
         match self.requests.get(req.request_id) {
@@ -618,7 +640,7 @@ impl LeaseTable {
             ttl: req.ttl,
             max_hold: req.max_hold,
             group: req.group,
-            holder,
+            holder: holder.clone(),
             queued_at: self.now,
         };
         let state = self.keys.entry(key.clone()).or_default();
@@ -651,7 +673,6 @@ impl LeaseTable {
             ttl,
             max_hold,
             group,
-            holder,
             ..
         } = *ask;
         let now = self.now;
@@ -686,15 +707,15 @@ impl LeaseTable {
             lease_id,
             group,
             fence,
-            holder,
+            holder: ask.holder.clone(),
             granted_at: Nanos::at(Some(now)),
             expires_at: Nanos::at(grant.expires_at),
             revoke_at: Nanos::at(grant.revoke_at),
             ttl: Nanos::of(ttl),
             armed: Nanos::at(armed),
         }));
-        self.record(ActivityKind::Granted, key, fence, holder);
-        self.count_held(holder);
+        self.record(ActivityKind::Granted, key, fence, &ask.holder);
+        self.count_held(ask.holder.number);
         self.requests.grant(request_id, places::place_of(lease_id));
         Ok(grant)
     }
@@ -830,8 +851,8 @@ impl LeaseTable {
             .ok_or_else(|| Error::new(ErrorKind::Internal, "lease without holder"))?;
         self.leave_group(lease_id, holder.group);
         self.requests.remove(holder.request_id);
-        self.uncount_held(holder.holder);
-        self.record(ActivityKind::Released, &key, holder.fence, holder.holder);
+        self.uncount_held(holder.holder.number);
+        self.record(ActivityKind::Released, &key, holder.fence, &holder.holder);
         self.hand_on(&key);
         self.prune_timers();
         Ok(())
@@ -901,11 +922,11 @@ impl LeaseTable {
         let keys = std::mem::take(&mut self.keys);
         for (key, state) in keys {
             if let Some(h) = state.holder {
-                self.record(ActivityKind::Lost(reason), &key, h.fence, h.holder);
+                self.record(ActivityKind::Lost(reason), &key, h.fence, &h.holder);
                 self.events.push(Event::Lost {
                     lease_id: h.lease_id,
                     request_id: h.request_id,
-                    holder: h.holder,
+                    holder: h.holder.number,
                     reason,
                 });
             }
@@ -930,7 +951,7 @@ impl LeaseTable {
         };
         let request_id = holder.request_id;
         self.leave_group(lease_id, holder.group);
-        self.uncount_held(holder.holder);
+        self.uncount_held(holder.holder.number);
         let retention = holder.ttl.duration().unwrap_or(Duration::ZERO);
         if retention.is_zero() {
             self.requests.remove(request_id);
@@ -943,14 +964,14 @@ impl LeaseTable {
         self.events.push(Event::Lost {
             lease_id,
             request_id,
-            holder: holder.holder,
+            holder: holder.holder.number,
             reason,
         });
         self.record(
             ActivityKind::Lost(reason),
             &key,
             holder.fence,
-            holder.holder,
+            &holder.holder,
         );
         self.hand_on(&key);
     }

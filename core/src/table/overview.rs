@@ -89,7 +89,8 @@ impl LeaseTable {
             lock: key.lock().to_string(),
             key: key.key().to_owned(),
             fence: grant.as_ref().map_or(0, |g| g.fence),
-            holder: holder.map_or(0, |h| h.holder),
+            holder: holder.map_or(0, |h| h.holder.number),
+            identity: holder.map(|h| h.holder.identity.to_string()),
             held_for: holder
                 .map_or_else(Default::default, |h| now.saturating_since(h.granted_at())),
             expires_in: grant

@@ -21,6 +21,14 @@ fn req(key: &str, ttl: Option<u64>) -> HoldRequest {
     }
 }
 
+/// Holder number `n`, known as `holder n`.
+fn numbered(n: u64) -> Arc<Holder> {
+    Arc::new(Holder {
+        number: n,
+        identity: Identity::new(&format!("holder {n}")).unwrap(),
+    })
+}
+
 fn granted(a: HoldAnswer<Grant, ()>) -> Grant {
     match a {
         HoldAnswer::Granted(g) => g,
@@ -517,14 +525,14 @@ fn lock_12_a_grouped_lease_keeps_its_max_hold() {
 fn overview_selects_the_longest_held_keys_with_their_lines() {
     let mut t = table();
     for (i, key) in ["a", "b", "c", "d"].iter().enumerate() {
-        t.hold_as(req(key, Some(60)), at(i as u64), 7 + i as u64)
+        t.hold_as(req(key, Some(60)), at(i as u64), &numbered(7 + i as u64))
             .unwrap();
     }
     let mut other = req("x", None);
     other.name = KeyName::new("m", "x");
     t.hold(other, at(4)).unwrap();
-    t.hold_as(req("b", Some(60)), at(5), 20).unwrap();
-    t.hold_as(req("b", Some(60)), at(8), 21).unwrap();
+    t.hold_as(req("b", Some(60)), at(5), &numbered(20)).unwrap();
+    t.hold_as(req("b", Some(60)), at(8), &numbered(21)).unwrap();
     let query = OverviewQuery {
         lock: Some("l".into()),
         filter: None,
@@ -532,8 +540,15 @@ fn overview_selects_the_longest_held_keys_with_their_lines() {
     };
     let o = t.overview(&query, at(10));
     assert_eq!(o.matched, 4);
-    let rows: Vec<(&str, u64)> = o.keys.iter().map(|r| (&*r.key, r.holder)).collect();
-    assert_eq!(rows, [("a", 7), ("b", 8)]);
+    let rows: Vec<(&str, u64, Option<&str>)> = o
+        .keys
+        .iter()
+        .map(|r| (&*r.key, r.holder, r.identity.as_deref()))
+        .collect();
+    assert_eq!(
+        rows,
+        [("a", 7, Some("holder 7")), ("b", 8, Some("holder 8"))]
+    );
     let b = &o.keys[1];
     assert_eq!(
         (b.waiting, b.oldest_wait),
@@ -567,24 +582,24 @@ fn activity_records_grants_releases_and_losses_while_on() {
     let before = granted(t.hold(req("early", Some(5)), at(0)).unwrap());
     assert!(t.drain_activity().is_empty(), "recorded while off");
     t.record_activity(true);
-    let a = granted(t.hold_as(req("k", Some(5)), at(1), 3).unwrap());
-    t.hold_as(req("k", Some(5)), at(1), 4).unwrap();
+    let a = granted(t.hold_as(req("k", Some(5)), at(1), &numbered(3)).unwrap());
+    t.hold_as(req("k", Some(5)), at(1), &numbered(4)).unwrap();
     t.release(a.lease_id, at(2)).unwrap();
     t.release(before.lease_id, at(2)).unwrap();
     t.advance(at(30));
     let drained = t.drain_activity();
-    let seen: Vec<(ActivityKind, &str, u64)> = drained
+    let seen: Vec<(ActivityKind, &str, u64, &str)> = drained
         .iter()
-        .map(|x| (x.kind, &*x.key, x.holder))
+        .map(|x| (x.kind, &*x.key, x.holder, x.identity.as_str()))
         .collect();
     assert_eq!(
         seen,
         [
-            (ActivityKind::Granted, "k", 3),
-            (ActivityKind::Released, "k", 3),
-            (ActivityKind::Granted, "k", 4),
-            (ActivityKind::Released, "early", 0),
-            (ActivityKind::Lost(LossReason::Expired), "k", 4),
+            (ActivityKind::Granted, "k", 3, "holder 3"),
+            (ActivityKind::Released, "k", 3, "holder 3"),
+            (ActivityKind::Granted, "k", 4, "holder 4"),
+            (ActivityKind::Released, "early", 0, "table"),
+            (ActivityKind::Lost(LossReason::Expired), "k", 4, "holder 4"),
         ]
     );
     assert!(t.drain_activity().is_empty());
@@ -636,18 +651,18 @@ fn a_grant_reads_back_as_made() {
 #[test]
 fn each_holders_leases_are_counted() {
     let mut t = table();
-    let a = granted(t.hold_as(req("a", Some(10)), at(0), 1).unwrap());
-    let b = granted(t.hold_as(req("b", Some(5)), at(0), 1).unwrap());
+    let a = granted(t.hold_as(req("a", Some(10)), at(0), &numbered(1)).unwrap());
+    let b = granted(t.hold_as(req("b", Some(5)), at(0), &numbered(1)).unwrap());
     let waiting = req("a", Some(10));
-    t.hold_as(waiting.clone(), at(0), 2).unwrap();
+    t.hold_as(waiting.clone(), at(0), &numbered(2)).unwrap();
     let retried = req("c", Some(10));
-    t.hold_as(retried.clone(), at(0), 2).unwrap();
-    t.hold_as(retried.clone(), at(0), 2).unwrap();
+    t.hold_as(retried.clone(), at(0), &numbered(2)).unwrap();
+    t.hold_as(retried.clone(), at(0), &numbered(2)).unwrap();
     assert_eq!((t.held_by(1), t.held_by(2)), (2, 1));
     t.release(a.lease_id, at(1)).unwrap();
     assert_eq!((t.held_by(1), t.held_by(2)), (1, 2), "a handed on to 2");
-    assert!(t.set_holder(b.lease_id, 2));
-    assert!(t.set_holder(b.lease_id, 2));
+    assert!(t.set_holder(b.lease_id, &numbered(2)));
+    assert!(t.set_holder(b.lease_id, &numbered(2)));
     assert_eq!((t.held_by(1), t.held_by(2)), (0, 3), "b taken over by 2");
     let c = t.lease_of(retried.request_id).unwrap();
     assert_eq!(t.give_up(retried.request_id, at(1)), GiveUp::Released(c));
@@ -657,4 +672,25 @@ fn each_holders_leases_are_counted() {
     t.clear(LossReason::Unknown);
     assert_eq!(t.held_by(2), 0);
     assert!(t.held_by.is_empty());
+}
+
+// WHO-01, WHO-02: a lease keeps the identity of the holder that asked,
+// also when it was granted from the line; the key's holder shows it with
+// how many wait, and a free key has none.
+#[test]
+fn who_02_a_keys_holder_names_its_identity_and_line() {
+    let mut t = table();
+    assert!(t.holder(&KeyName::new("l", "k")).is_none());
+    let a = granted(t.hold_as(req("k", Some(10)), at(0), &numbered(1)).unwrap());
+    t.hold_as(req("k", Some(10)), at(1), &numbered(2)).unwrap();
+    t.hold_as(req("k", Some(10)), at(2), &numbered(3)).unwrap();
+    let h = t.holder(&KeyName::new("l", "k")).unwrap();
+    assert_eq!(
+        (h.grant.fence, h.identity.as_str(), h.waiting),
+        (a.fence, "holder 1", 2)
+    );
+    t.release(a.lease_id, at(3)).unwrap();
+    let h = t.holder(&KeyName::new("l", "k")).unwrap();
+    assert_eq!((h.identity.as_str(), h.waiting), ("holder 2", 1));
+    assert_eq!(t.holders(None)[0].identity.as_str(), "holder 2");
 }

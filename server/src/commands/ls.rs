@@ -1,4 +1,4 @@
-//! `leasehold ls [LOCK]`: the keys held now, with holder age and fence.
+//! `leasehold ls [LOCK]`: the keys held now, with fence, holder, age and line.
 
 use std::io::Write;
 
@@ -18,13 +18,14 @@ pub struct LsArgs {
     pub store: StoreArgs,
 }
 
-/// Writes the holders as a table: `LOCK KEY FENCE HELD EXPIRES`. Manual
-/// leases show under the lock name `(manual)`.
+/// Writes the holders as a table: `LOCK KEY FENCE HOLDER HELD EXPIRES
+/// WAITING`, the holder by its identity (WHO-02). Manual leases show under
+/// the lock name `(manual)`.
 pub fn write_table(out: &mut impl Write, holders: &[HolderInfo]) -> std::io::Result<()> {
     writeln!(
         out,
-        "{:<20} {:<30} {:>20} {:>10} {:>10}",
-        "LOCK", "KEY", "FENCE", "HELD", "EXPIRES"
+        "{:<20} {:<30} {:>20} {:<24} {:>10} {:>10} {:>7}",
+        "LOCK", "KEY", "FENCE", "HOLDER", "HELD", "EXPIRES", "WAITING"
     )?;
     for h in holders {
         let lock = if h.lock.is_empty() {
@@ -41,10 +42,15 @@ pub fn write_table(out: &mut impl Write, holders: &[HolderInfo]) -> std::io::Res
                 ))
             })
             .unwrap_or_else(|| "-".to_owned());
+        let holder = if h.identity.is_empty() {
+            "-"
+        } else {
+            &h.identity
+        };
         writeln!(
             out,
-            "{lock:<20} {:<30} {:>20} {held:>10} {expires:>10}",
-            h.key, h.fence
+            "{lock:<20} {:<30} {:>20} {holder:<24} {held:>10} {expires:>10} {:>7}",
+            h.key, h.fence, h.waiting
         )?;
     }
     Ok(())

@@ -62,6 +62,11 @@ pub struct StoreArgs {
     /// depend on (refused otherwise; docs/etcd.md).
     #[arg(long, env = "LEASEHOLD_ACCEPT_OLD_ETCD")]
     pub accept_old_etcd: bool,
+
+    /// Who this command is, as the store shows its leases (default
+    /// `hostname:pid`).
+    #[arg(long, env = "LEASEHOLD_IDENTITY")]
+    pub identity: Option<String>,
 }
 
 /// The contents of the PEM file at `path`, if given.
@@ -88,6 +93,7 @@ impl StoreArgs {
             client_cert_pem: read_pem(self.client_cert.as_ref())?,
             client_key_pem: read_pem(self.client_key.as_ref())?,
             accept_old_etcd: self.accept_old_etcd,
+            identity: self.identity.clone(),
             ..ConnectOptions::default()
         };
         Store::connect(&self.store, options).await

@@ -3,7 +3,6 @@
 //! Fences are strings (they pass 2^53, where JavaScript numbers round);
 //! times are unix ms, durations ms.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use leasehold::overview::{KeyRow, NamespaceRow, Overview};
@@ -12,7 +11,7 @@ use serde_json::value::RawValue;
 
 use super::log::LiveEvent;
 use super::source::Shows;
-use super::{Peer, Peers, Sample};
+use super::{Peer, Sample};
 
 /// The most connections one frame lists (the count is always whole).
 pub const CONNECTIONS_SHOWN: usize = 200;
@@ -48,8 +47,8 @@ pub(crate) struct OverviewJson {
 }
 
 impl OverviewJson {
-    /// The overview, its holders named from `peers`.
-    pub fn new(o: Overview, peers: &Peers) -> OverviewJson {
+    /// The overview as the page reads it.
+    pub fn new(o: Overview) -> OverviewJson {
         OverviewJson {
             held: o.locks.iter().map(|l| l.held).sum(),
             waiting: o.locks.iter().map(|l| l.waiting).sum(),
@@ -62,7 +61,7 @@ impl OverviewJson {
                     waiting: l.waiting,
                 })
                 .collect(),
-            keys: o.keys.into_iter().map(|r| KeyJson::new(r, peers)).collect(),
+            keys: o.keys.into_iter().map(KeyJson::new).collect(),
             matched: o.matched,
             namespaces: o.namespaces.into_iter().map(NamespaceJson::from).collect(),
         }
@@ -83,7 +82,7 @@ pub(crate) struct KeyJson {
     fence: String,
     holder: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    holder_name: Option<Arc<str>>,
+    identity: Option<String>,
     held_ms: u64,
     expires_in_ms: Option<u64>,
     revoke_in_ms: Option<u64>,
@@ -92,9 +91,9 @@ pub(crate) struct KeyJson {
 }
 
 impl KeyJson {
-    fn new(r: KeyRow, peers: &Peers) -> KeyJson {
+    fn new(r: KeyRow) -> KeyJson {
         KeyJson {
-            holder_name: peers.name(r.holder),
+            identity: r.identity,
             lock: r.lock,
             key: r.key,
             fence: r.fence.to_string(),
@@ -160,8 +159,7 @@ pub(crate) struct ConnectionJson {
     peer: String,
     since: u64,
     role: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<Arc<str>>,
+    identity: String,
 }
 
 impl ConnectionJson {
@@ -170,7 +168,7 @@ impl ConnectionJson {
             id,
             peer: p.addr.to_string(),
             since: p.since_ms,
-            name: p.name.clone(),
+            identity: p.identity.to_string(),
             role: match p.role {
                 leasehold::remote::protocol::Role::Read => "read",
                 leasehold::remote::protocol::Role::Write => "write",

@@ -3,12 +3,10 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use leasehold::overview::{Activity, ActivityKind};
 use serde::Serialize;
 
-use super::Peers;
 use crate::metrics::Refusal;
 
 /// How many events the log keeps; a page that falls further behind is told
@@ -35,9 +33,9 @@ pub(crate) struct LiveEvent {
     pub fence: Option<String>,
     /// The connection that held the key, or was refused (0: none).
     pub holder: u64,
-    /// The name that connection gave.
+    /// That holder's identity (WHO-01).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub holder_name: Option<Arc<str>>,
+    pub identity: Option<String>,
     /// A refused connection's address.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
@@ -55,12 +53,12 @@ impl LiveEvent {
             key: None,
             fence: None,
             holder: 0,
-            holder_name: None,
+            identity: None,
             peer: Some(peer.to_string()),
         }
     }
 
-    fn of(a: Activity, peers: &Peers) -> LiveEvent {
+    fn of(a: Activity) -> LiveEvent {
         let reason = match a.kind {
             ActivityKind::Lost(r) => Some(r.as_str()),
             _ => None,
@@ -74,7 +72,7 @@ impl LiveEvent {
             key: Some(a.key),
             // Fences pass 2^53: JSON numbers would round them in the page.
             fence: Some(a.fence.to_string()),
-            holder_name: peers.name(a.holder),
+            identity: Some(a.identity),
             holder: a.holder,
             peer: None,
         }
@@ -99,10 +97,10 @@ impl EventLog {
         self.events.push_back(event);
     }
 
-    /// Appends the store's activity, naming its holders from `peers`.
-    pub fn extend(&mut self, activity: Vec<Activity>, peers: &Peers) {
+    /// Appends the store's activity.
+    pub fn extend(&mut self, activity: Vec<Activity>) {
         for a in activity {
-            self.push(LiveEvent::of(a, peers));
+            self.push(LiveEvent::of(a));
         }
     }
 

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use leasehold::driver::KeyName;
 use leasehold::overview::OverviewQuery;
 use leasehold::remote::protocol::Role;
+use leasehold::Identity;
 use serde_json::value::RawValue;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -47,39 +48,20 @@ const SAMPLES_KEPT: usize = 300;
 /// The most pages open at once; another is answered 503.
 pub const MAX_PAGES: usize = 64;
 
-/// How many names of closed connections are kept, for the events of
-/// their last holds (a killed holder's loss comes after its connection).
-const GONE_NAMES_KEPT: usize = 256;
-
 /// A connection as the page lists it.
 #[derive(Debug, Clone)]
 pub(crate) struct Peer {
     addr: SocketAddr,
     since_ms: u64,
     role: Role,
-    /// What the client calls itself (`ConnectOptions::client_name`).
-    name: Option<Arc<str>>,
+    /// Who the client is (WHO-01, `ConnectOptions::identity`).
+    identity: Identity,
 }
 
-/// The open connections, and the names of the last ones closed.
+/// The open connections.
 #[derive(Default)]
 pub(crate) struct Peers {
     open: BTreeMap<u64, Peer>,
-    gone: VecDeque<(u64, Arc<str>)>,
-}
-
-impl Peers {
-    /// The name connection `id` gave, while it is open or among the last closed.
-    pub fn name(&self, id: u64) -> Option<Arc<str>> {
-        match self.open.get(&id) {
-            Some(p) => p.name.clone(),
-            None => self
-                .gone
-                .iter()
-                .find(|(gone, _)| *gone == id)
-                .map(|(_, name)| name.clone()),
-        }
-    }
 }
 
 /// One second of the charts: the rates over it and the levels at its end.
@@ -161,28 +143,22 @@ impl Live {
         }
     }
 
-    /// A connection was admitted; `name` is what it calls itself.
-    pub fn connected(&self, id: u64, addr: SocketAddr, role: Role, name: Option<String>) {
+    /// A connection was admitted; `identity` is who it is.
+    pub fn connected(&self, id: u64, addr: SocketAddr, role: Role, identity: Identity) {
         lock(&self.connections).open.insert(
             id,
             Peer {
                 addr,
                 since_ms: unix_ms(),
                 role,
-                name: name.map(Arc::from),
+                identity,
             },
         );
     }
 
     /// A connection ended.
     pub fn disconnected(&self, id: u64) {
-        let mut peers = lock(&self.connections);
-        if let Some(name) = peers.open.remove(&id).and_then(|p| p.name) {
-            if peers.gone.len() == GONE_NAMES_KEPT {
-                peers.gone.pop_front();
-            }
-            peers.gone.push_back((id, name));
-        }
+        lock(&self.connections).open.remove(&id);
     }
 
     /// A connection was refused; logged only while a page is open.
@@ -256,7 +232,7 @@ impl Live {
             }
         }
         let overview = self.source.overview(query);
-        let overview = OverviewJson::new(overview, &lock(&self.connections));
+        let overview = OverviewJson::new(overview);
         let json: Arc<RawValue> = serde_json::value::to_raw_value(&overview)
             .map(Arc::from)
             .unwrap_or_else(|_| Arc::from(RawValue::NULL.to_owned()));
@@ -295,8 +271,7 @@ impl Live {
             }
             if watched {
                 let drained = self.source.drain_activity();
-                let peers = lock(&self.connections);
-                lock(&self.events).extend(drained, &peers);
+                lock(&self.events).extend(drained);
                 self.tick.send_replace(n);
             }
         }

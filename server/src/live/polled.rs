@@ -1,8 +1,9 @@
 //! A store read through its driver (`leasehold ui --store URL`): etcd,
 //! PostgreSQL or a server store elsewhere. Its holders are read once a
 //! tick while a page is open; grants and ends are what changed between two
-//! reads. It cannot tell a release from a loss, nor show lines of waiters,
-//! holders' connections or slots (docs/live.md says what each store shows).
+//! reads. It cannot tell a release from a loss, nor show maxHold, the lines
+//! of keys nobody holds, holders' connections or slots (docs/live.md says
+//! what each store shows).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -92,6 +93,7 @@ fn change(at_ms: u64, kind: ActivityKind, h: &HolderInfo) -> Activity {
         key: h.key.clone(),
         fence: h.fence,
         holder: 0,
+        identity: h.identity.clone(),
     }
 }
 
@@ -99,8 +101,9 @@ impl Source for Polled {
     fn shows(&self) -> Shows {
         Shows {
             store: self.name,
-            waiters: false,
-            holders: false,
+            waiters: true,
+            holders: true,
+            revocations: false,
             endings: false,
             slots: false,
             connections: false,
@@ -110,10 +113,12 @@ impl Source for Polled {
 
     fn overview(&self, query: &OverviewQuery) -> Overview {
         let st = lock(&self.state);
-        let mut locks: HashMap<&str, usize> = HashMap::new();
+        let mut locks: HashMap<&str, (usize, usize)> = HashMap::new();
         let mut rows: Vec<&HolderInfo> = Vec::new();
         for h in st.holders.values() {
-            *locks.entry(&h.lock).or_default() += 1;
+            let (held, waiting) = locks.entry(&h.lock).or_default();
+            *held += 1;
+            *waiting += h.waiting;
             let selected = query.lock.as_deref().is_none_or(|l| h.lock == l)
                 && query.filter.as_deref().is_none_or(|f| h.key.contains(f));
             if selected {
@@ -125,10 +130,10 @@ impl Source for Polled {
         rows.truncate(query.limit.min(MAX_ROWS));
         let mut locks: Vec<LockSummary> = locks
             .into_iter()
-            .map(|(lock, held)| LockSummary {
+            .map(|(lock, (held, waiting))| LockSummary {
                 lock: lock.to_owned(),
                 held,
-                waiting: 0,
+                waiting,
             })
             .collect();
         locks.sort_by(|a, b| a.lock.cmp(&b.lock));
@@ -141,10 +146,11 @@ impl Source for Polled {
                     key: h.key.clone(),
                     fence: h.fence,
                     holder: 0,
+                    identity: Some(h.identity.clone()),
                     held_for: h.held_for,
                     expires_in: h.expires_in,
                     revoke_in: None,
-                    waiting: 0,
+                    waiting: h.waiting,
                     oldest_wait: None,
                 })
                 .collect(),
@@ -181,7 +187,7 @@ impl Source for Polled {
             losses: 0,
             releases: st.ended,
             held: st.holders.len(),
-            waiting: 0,
+            waiting: st.holders.values().map(|h| h.waiting).sum(),
         }
     }
 
@@ -208,6 +214,8 @@ mod tests {
             fence,
             held_for: Duration::from_secs(fence),
             expires_in: None,
+            identity: "api-7".into(),
+            waiting: 0,
         }
     }
 

@@ -16,10 +16,12 @@ use crate::metrics::Metrics;
 pub(crate) struct Shows {
     /// The store's name for the page's header.
     pub store: &'static str,
-    /// Each key's line of waiters.
+    /// How many wait for each key.
     pub waiters: bool,
-    /// Which connection holds each key.
+    /// Who holds each key (its identity, WHO-01).
     pub holders: bool,
+    /// When maxHold revokes each lease.
+    pub revocations: bool,
     /// Whether an ended lease was released or lost, and why.
     pub endings: bool,
     /// The slot namespaces.
@@ -71,6 +73,7 @@ impl Source for Served {
             store: "server",
             waiters: true,
             holders: true,
+            revocations: true,
             endings: true,
             slots: true,
             connections: true,

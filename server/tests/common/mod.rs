@@ -89,7 +89,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         self.send(&ClientFrame::Hello {
             version: VERSION,
             token: token.map(str::to_owned),
-            name: None,
+            identity: "test".into(),
         })
         .await;
         self.recv().await.expect("an answer to hello")

@@ -13,12 +13,14 @@
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! use std::sync::Arc;
-//! use leasehold::{clock::VirtualClock, MemoryDriver, MemoryOptions};
-//! use spec_tests::conformance::{self, Harness, Time};
+//! use leasehold::{clock::VirtualClock, Identity, MemoryDriver, MemoryOptions};
+//! use spec_tests::conformance::{self, Harness, Time, IDENTITY};
 //!
 //! let report = conformance::run(|| async {
 //!     let clock = VirtualClock::new();
-//!     let options = MemoryOptions::default().clock(clock.clone().into());
+//!     let options = MemoryOptions::default()
+//!         .clock(clock.clone().into())
+//!         .identity(Identity::new(IDENTITY).unwrap());
 //!     let driver = MemoryDriver::new(options, &tokio::runtime::Handle::current());
 //!     Harness { driver: Arc::new(driver), time: Time::Virtual(clock) }
 //! })
@@ -71,7 +73,13 @@ impl Time {
     }
 }
 
-/// A fresh driver to check, and its time.
+/// The identity every harness's driver must be opened with
+/// (`ConnectOptions::identity`, `MemoryOptions::identity`): the checks of
+/// WHO-01 and WHO-02 look for it on the leases they take.
+pub const IDENTITY: &str = "conformance holder";
+
+/// A fresh driver to check, and its time. Its driver was opened with
+/// [`IDENTITY`].
 #[derive(Clone)]
 pub struct Harness {
     /// The driver.
@@ -216,6 +224,9 @@ fn checks() -> Vec<(&'static str, Check)> {
         }),
         ("holders_lists_one_holder_per_key", |h| {
             Box::pin(holders_lists_one_holder_per_key(h))
+        }),
+        ("holder_names_identity_fence_and_line", |h| {
+            Box::pin(holder_names_identity_fence_and_line(h))
         }),
         ("slot_acquire_order", |h| {
             Box::pin(slots::slot_acquire_order(h))
@@ -1031,6 +1042,82 @@ async fn holders_lists_one_holder_per_key(h: Harness) -> Checked {
         "after a release the listing is not {want:?}"
     );
     release(&h, b.lease_id).await
+}
+
+/// `holder` of `name`, failing the check when the store fails.
+async fn holder_of(
+    h: &Harness,
+    name: &KeyName,
+) -> Result<Option<leasehold::driver::HolderInfo>, NotPassed> {
+    h.driver
+        .holder(name)
+        .await
+        .map_err(|e| NotPassed::Failed(format!("holder: {e}")))
+}
+
+// WHO-01, WHO-02: a lease records the identity its driver was opened with;
+// `holder` answers a free key with none, and a held one with that identity,
+// its fence and how many wait (after a waiter joins and after it leaves);
+// the listing shows the same identity.
+async fn holder_names_identity_fence_and_line(h: Harness) -> Checked {
+    let keys = Keys::new();
+    let k = keys.key("k");
+    let free = holder_of(&h, &k).await?;
+    ensure!(free.is_none(), "a key nobody held has a holder: {free:?}");
+    let a = granted(&h, &request(&k, Some(LONG), false)).await?.grant;
+    let Some(info) = holder_of(&h, &k).await? else {
+        return Err("a held key has no holder".to_string().into());
+    };
+    ensure!(
+        (
+            info.lock.as_str(),
+            info.key.as_str(),
+            info.fence,
+            info.identity.as_str()
+        ) == (&*k.lock, &*k.key, a.fence, IDENTITY),
+        "the holder is {info:?}, not the lease of fence {} taken as {IDENTITY:?}",
+        a.fence
+    );
+    ensure!(info.waiting == 0, "nobody waits, yet {info:?}");
+    ensure!(
+        info.expires_in.is_none_or(|left| left <= LONG),
+        "the store keeps the lease longer than its ttl: {info:?}"
+    );
+    let listed = h
+        .driver
+        .holders(Some(&k.lock))
+        .await
+        .map_err(|e| format!("holders: {e}"))?;
+    ensure!(
+        listed
+            .iter()
+            .any(|l| l.key == *k.key && l.identity == IDENTITY && l.fence == a.fence),
+        "the listing does not show the holder as {IDENTITY:?}: {listed:?}"
+    );
+    if h.driver.capabilities().push {
+        let waiter = request(&k, Some(LONG), true);
+        let _rx = queued(&h, &waiter).await?;
+        let info = holder_of(&h, &k).await?;
+        ensure!(
+            info.as_ref()
+                .is_some_and(|i| i.waiting == 1 && i.fence == a.fence),
+            "with one waiter the holder is {info:?}"
+        );
+        let out = h.driver.give_up(waiter.request_id).await;
+        ensure!(
+            matches!(out, Ok(GiveUp::LeftLine)),
+            "giving up the waiter: {out:?}"
+        );
+        let info = holder_of(&h, &k).await?;
+        ensure!(
+            info.as_ref().is_some_and(|i| i.waiting == 0),
+            "after the waiter left the holder is {info:?}"
+        );
+    }
+    release(&h, a.lease_id).await?;
+    let after = holder_of(&h, &k).await?;
+    ensure!(after.is_none(), "a released key has a holder: {after:?}");
+    Ok(())
 }
 
 // LOCK-19 (the store ends its leases when it closes), ERR-01: close ends every

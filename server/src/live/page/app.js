@@ -48,10 +48,10 @@ function time(unixMs) {
   return new Date(unixMs).toLocaleTimeString()
 }
 
-function holder(id, name) {
-  if (!id) return '–'
+function holder(id, identity) {
+  if (!id) return identity || '–'
   const c = connections.get(id)
-  const named = name ? `${name} #${id}` : `#${id}`
+  const named = identity ? `${identity} #${id}` : `#${id}`
   return c ? `${named} ${c.peer}` : named
 }
 
@@ -93,7 +93,7 @@ function drawCharts(shows) {
 
 function applyShows(shows) {
   const body = document.body.classList
-  for (const part of ['waiters', 'holders', 'slots', 'connections', 'epoch']) {
+  for (const part of ['waiters', 'holders', 'revocations', 'slots', 'connections', 'epoch']) {
     body.toggle(`no-${part}`, !shows[part])
   }
   $('store-name').textContent = `live · ${shows.store}`
@@ -141,7 +141,7 @@ function drawKeys(o) {
         ['lock', k.lock || '(manual)'],
         ['key', k.key],
         ['fence', k.fence],
-        ['holder', holder(k.holder, k.holder_name)],
+        ['holder', holder(k.holder, k.identity)],
         ['held', ms(k.held_ms)],
         ['expires', ms(k.expires_in_ms)],
         ['revoke', ms(k.revoke_in_ms)],
@@ -160,9 +160,10 @@ function drawKeys(o) {
 }
 
 function describe(e) {
-  const who = e.holder
-    ? ` ${e.kind === 'granted' ? 'to' : 'by'} ${holder(e.holder, e.holder_name)}`
-    : ''
+  const who =
+    e.holder || e.identity
+      ? ` ${e.kind === 'granted' ? 'to' : 'by'} ${holder(e.holder, e.identity)}`
+      : ''
   switch (e.kind) {
     case 'refused':
       return `refused ${e.peer} (${e.reason})`
@@ -232,7 +233,7 @@ function drawConnections(f) {
     ...f.connections.map((c) =>
       row([
         ['', c.id],
-        ['', c.name ?? ''],
+        ['', c.identity],
         ['', c.peer],
         ['', c.role],
         ['', time(c.since)],

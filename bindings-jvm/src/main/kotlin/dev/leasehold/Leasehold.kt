@@ -35,8 +35,9 @@ object Leasehold {
      * `etcds://`; DIST-01) or PostgreSQL (`postgres://user@h1,h2/db`; PG-01).
      * [token] is the server's token for this client (LOCK-14); [user] and
      * [password] are etcd's or PostgreSQL's; PEM texts set up TLS.
-     * [clientName] is what this client is called where the store shows its
-     * holders: the server store's live page, PostgreSQL's `application_name`.
+     * [identity] is who this client is (WHO-01): recorded with every lease it
+     * takes and shown wherever a holder is (`Lock.holder`, `leasehold ls`, the
+     * live page); at most 256 bytes, by default `hostname:pid`.
      * Cancelling the calling coroutine stops waiting: a store that connects
      * later is closed at once.
      */
@@ -50,7 +51,7 @@ object Leasehold {
         clientKeyPem: String? = null,
         acceptOldEtcd: Boolean = false,
         connectTimeout: Duration? = null,
-        clientName: String? = null,
+        identity: String? = null,
     ): Store {
         val options =
             NativeConnectOptions(
@@ -62,7 +63,7 @@ object Leasehold {
                 clientKeyPem = clientKeyPem,
                 acceptOldEtcd = acceptOldEtcd,
                 connectTimeout = connectTimeout.toOptionalNanos(),
-                clientName = clientName,
+                identity = identity,
             )
         return Store(native { nativeConnect(url, options) })
     }

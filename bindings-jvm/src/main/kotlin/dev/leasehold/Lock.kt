@@ -54,6 +54,14 @@ class Lock internal constructor(
     }
 
     /**
+     * Who holds [key] now, from a linearizable read of the store (WHO-02):
+     * its holder's identity, fence, times and how many wait, or `null` when
+     * nobody does. A connection admitted only to read may ask. Cancelling
+     * the calling coroutine stops waiting for the store's answer.
+     */
+    suspend fun holder(key: String): HolderInfo? = native { native.holder(key) }?.let(::HolderInfo)
+
+    /**
      * Runs [block] while holding [key] if it is free now, as [hold] does;
      * `null`, and nothing runs, when it is held (LOCK-17).
      */

@@ -62,8 +62,8 @@ class ErrorsTest {
             assertThrows<InvalidArgument> { runBlocking { store.ids("i").take(-5) } }
             assertThrows<InvalidArgument> { runBlocking { store.ids("j").takeNow(0) } }
             assertThrows<InvalidArgument> { IdLayout.custom(41, 10, 12, tickMs = 0) }
-            for (name in listOf("two\nlines", "x".repeat(129))) {
-                assertThrows<InvalidArgument> { runBlocking { Leasehold.connect("leasehold://127.0.0.1:1", clientName = name) } }
+            for (name in listOf("two\nlines", "x".repeat(257))) {
+                assertThrows<InvalidArgument> { runBlocking { Leasehold.connect("leasehold://127.0.0.1:1", identity = name) } }
             }
             val lease = store.tryAcquire("m", 10.seconds)!!
             lease.release()

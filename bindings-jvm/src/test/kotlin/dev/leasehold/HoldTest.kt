@@ -294,6 +294,52 @@ class HoldTest {
             }
         }
 
+    // WHO-01, WHO-02: holder(key) answers null for a free key and, for a held
+    // one, the identity its holder connected with (by default hostname:pid),
+    // its fence and how many wait; a read-only connection may ask, from
+    // Kotlin and from Java.
+    @Test
+    fun `WHO-02 holder names the identity, the fence and the line`() =
+        runBlocking<Unit> {
+            val guarded = ServerProcess.start(tokens = listOf("writer-1 write", "reader-1 read"))
+            try {
+                val writer = Leasehold.connect(guarded.url, token = "writer-1", identity = "billing-3")
+                val other = Leasehold.connect(guarded.url, token = "writer-1")
+                val reader = Leasehold.connect(guarded.url, token = "reader-1")
+                val seen = reader.lock("who")
+                assertNull(seen.holder("k"))
+                val next =
+                    writer.lock("who", ttl = 5.seconds).hold("k") { lease ->
+                        val waiter = async { other.lock("who", ttl = 5.seconds).hold("k") { seen.holder("k")!!.identity } }
+                        // The waiter joins the line when its hold reaches the server.
+                        val until = TimeSource.Monotonic.markNow() + 30.seconds
+                        var info = seen.holder("k")
+                        while (info?.waiting != 1 && until.hasNotPassedNow()) {
+                            delay(10.milliseconds)
+                            info = seen.holder("k")
+                        }
+                        assertEquals(Triple("billing-3", lease.fence, 1), Triple(info?.identity, info?.fence, info?.waiting))
+                        val left = info!!.expiresIn!!
+                        assertTrue(left > 0.seconds && left <= 5.seconds, "$info")
+                        val javaReader =
+                            dev.leasehold.java.Leasehold.connect(
+                                guarded.url,
+                                dev.leasehold.java.ConnectOptions.defaults().withToken("reader-1"),
+                            ).get()
+                        val java = javaReader.lock("who").holder("k").get()
+                        assertEquals("billing-3" to lease.fence, java.get().identity() to java.get().fence())
+                        javaReader.close().get()
+                        waiter
+                    }
+                val host = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/kernel/hostname")).trim()
+                assertEquals("$host:${ProcessHandle.current().pid()}", next.await())
+                assertNull(seen.holder("k"))
+                for (store in listOf(writer, other, reader)) store.close()
+            } finally {
+                guarded.stop()
+            }
+        }
+
     // LOCK-09: a lease kept past its hold keeps what it was, as the core's
     // lease says once its end answered: the same fence, not lost, no time
     // left (where it had no deadline while held); the same for tryHold's and

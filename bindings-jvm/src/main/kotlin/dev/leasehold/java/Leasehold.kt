@@ -46,7 +46,7 @@ object Leasehold {
                     clientKeyPem = options.clientKeyPem,
                     acceptOldEtcd = options.acceptOldEtcd,
                     connectTimeout = options.connectTimeout.toOptionalKotlin(),
-                    clientName = options.clientName,
+                    identity = options.identity,
                 ),
             )
         }

@@ -65,6 +65,14 @@ class Lock internal constructor(
     ): CompletableFuture<T> = holdMany(keys, null, fn)
 
     /**
+     * Who holds [key] now, from a linearizable read of the store (WHO-02):
+     * its holder's identity, fence, times and how many wait, or empty when
+     * nobody does. A connection admitted only to read may ask.
+     */
+    fun holder(key: String): CompletableFuture<Optional<HolderInfo>> =
+        futureOf { Optional.ofNullable(lock.holder(key)?.let(::HolderInfo)) }
+
+    /**
      * Holds [key] while [fn]'s future runs, as [hold] does, if the key is
      * free now: [Attempt.Ran] with the value [fn]'s future completed with
      * (null included), or [Attempt.Refused], and [fn] is not called, when

@@ -18,7 +18,7 @@ data class ConnectOptions private constructor(
     val clientKeyPem: String? = null,
     val acceptOldEtcd: Boolean = false,
     val connectTimeout: Duration? = null,
-    val clientName: String? = null,
+    val identity: String? = null,
 ) {
     /** With the server store's token. */
     fun withToken(token: String) = copy(token = token)
@@ -45,10 +45,10 @@ data class ConnectOptions private constructor(
     fun withConnectTimeout(timeout: Duration) = copy(connectTimeout = timeout)
 
     /**
-     * Shown as [name] where the store shows its holders: the server store's
-     * live page, PostgreSQL's `application_name`.
+     * Known as [name] wherever the store shows a holder (WHO-01; by default
+     * `hostname:pid`).
      */
-    fun withClientName(name: String) = copy(clientName = name)
+    fun withIdentity(name: String) = copy(identity = name)
 
     /** The defaults. */
     companion object {
