@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use leasehold::remote::protocol::millis;
 use leasehold::{CancellationToken, Lock, IDENTITY_MAX};
 
 use crate::call::{block_on, given_up_or, run};
@@ -98,8 +99,4 @@ pub unsafe extern "C" fn lh_lock_holder(
         // SAFETY: passed on from the caller.
         unsafe { input::write("lh_holder_info", out, info) }
     })
-}
-
-fn millis(d: std::time::Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
