@@ -71,6 +71,11 @@ impl Member {
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
+
+    /// How it ended, if it was started and has exited.
+    fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
 }
 
 /// The PEM files of a TLS cluster: its CA, and a server and a client
@@ -136,12 +141,24 @@ pub struct Cluster {
     dir: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
+/// `n` free loopback ports, all different: each is bound until all are
+/// chosen. One at a time, the kernel may give a port it gave a moment
+/// before (about one three-member cluster in 650 had two members on one
+/// port, and the second never started).
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free loopback port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().expect("a bound port").port())
+        .collect()
 }
+
+/// How many times [`Cluster::start`] starts a cluster on new ports when
+/// one of its members did not start (a port another process took between
+/// its choice and the member's bind).
+const START_TRIES: usize = 3;
 
 impl Cluster {
     /// Starts `n` members of `etcd` and waits until the cluster has a leader.
@@ -156,13 +173,31 @@ impl Cluster {
     }
 
     async fn start_with(etcd: Etcd, n: usize, tls: Option<Tls>) -> Cluster {
+        for tries in 1.. {
+            let mut cluster = Cluster::spawn_all(etcd, n, tls.clone());
+            match cluster.wait_until_every_member_serves().await {
+                Ok(()) => return cluster,
+                Err(why) if tries < START_TRIES => {
+                    eprintln!("etcd cluster: {why}; starting it again on new ports")
+                }
+                Err(why) => panic!("etcd cluster: {why}, {tries} times"),
+            }
+        }
+        unreachable!("the loop returns or panics")
+    }
+
+    /// Starts `n` members on new ports in a new folder.
+    fn spawn_all(etcd: Etcd, n: usize, tls: Option<Tls>) -> Cluster {
         let binary = etcd.binary();
         let dir = tempfile::tempdir().expect("a temporary folder");
-        let members: Vec<Member> = (0..n)
-            .map(|i| Member {
+        let ports = free_ports(2 * n);
+        let members: Vec<Member> = ports
+            .chunks(2)
+            .enumerate()
+            .map(|(i, ports)| Member {
                 name: format!("m{i}"),
-                client_port: free_port(),
-                peer_port: free_port(),
+                client_port: ports[0],
+                peer_port: ports[1],
                 data_dir: dir.path().join(format!("m{i}")),
                 child: None,
             })
@@ -183,8 +218,64 @@ impl Cluster {
         for i in 0..n {
             cluster.spawn(i);
         }
-        cluster.wait_for_leader(Duration::from_secs(30)).await;
         cluster
+    }
+
+    /// Waits until every member answers a status request and one of them
+    /// leads; fails when a member exited (with the end of its log) or after
+    /// 30 s. A leader alone is not enough: two members of three elect one
+    /// while the third never started.
+    async fn wait_until_every_member_serves(&mut self) -> Result<(), String> {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            for i in 0..self.members.len() {
+                if let Some(status) = self.members[i].exited() {
+                    let log = std::fs::read_to_string(self.log_of(i)).unwrap_or_default();
+                    let tail: Vec<&str> = log.lines().rev().take(3).collect();
+                    return Err(format!(
+                        "member {i} exited at start ({status}): {}",
+                        tail.join(" / ")
+                    ));
+                }
+            }
+            if self.every_member_answers().await && self.leader().await.is_some() {
+                return Ok(());
+            }
+            if Instant::now() >= until {
+                return Err("not every member answered with a leader known after 30 s".into());
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Whether every member answers a status request.
+    async fn every_member_answers(&self) -> bool {
+        for m in &self.members {
+            let endpoint = format!("{}://{}", self.scheme(), m.endpoint());
+            let options = self.admin_options(Duration::from_millis(500));
+            let answered = match etcd_client::Client::connect([endpoint], Some(options)).await {
+                Ok(mut c) => c.status().await.is_ok(),
+                Err(_) => false,
+            };
+            if !answered {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Where member `i` logs its errors.
+    fn log_of(&self, i: usize) -> PathBuf {
+        self.dir.path().join(format!("m{i}.log"))
+    }
+
+    /// Member `i`'s log, opened to append (a restart adds to it).
+    fn log_file(&self, i: usize) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_of(i))
+            .expect("open a member's log")
     }
 
     /// Which etcd runs.
@@ -249,7 +340,7 @@ impl Cluster {
             .args(["--logger", "zap", "--log-level", "error"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(self.log_file(i))
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", self.binary.display()));
         self.members[i].child = Some(child);
@@ -410,9 +501,9 @@ impl Cluster {
     }
 
     /// Makes member `i` the leader (etcd's move-leader, asked of the
-    /// current leader) and waits until it is. A move that times out (a
-    /// cluster just started, on a busy machine, may still be settling its
-    /// first term) is asked again, of whoever leads then, for up to 30 s.
+    /// current leader) and waits until it is. A move that fails (the
+    /// member asked lost its term meanwhile) is asked again, of whoever
+    /// leads then, for up to 30 s.
     pub async fn move_leader_to(&self, i: usize) {
         let until = Instant::now() + Duration::from_secs(30);
         loop {

@@ -7,9 +7,9 @@ mod support;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use etcd_tests::Etcd;
 use leasehold::remote::ConnectOptions;
 use leasehold::{HoldOptions, Store};
-use support::etcd::EtcdProcess;
 use support::server::{send_signal, ServerProcess};
 use support::{connect, data_dir, S};
 use tokio::time::timeout;
@@ -74,7 +74,7 @@ fn hold_runs_the_command_with_its_fence_and_passes_its_exit_code() {
 // holder at a time (`--try` on the held key exits 75), and `ls` lists the holder.
 #[test]
 fn dist_01_hold_and_ls_on_an_etcd_store() {
-    let etcd = EtcdProcess::start();
+    let etcd = support::etcd::start(Etcd::Current);
     hold_and_ls(&etcd.url("dist01-cli"));
 }
 
@@ -151,7 +151,7 @@ fn hold_and_ls(url: &str) {
 // is refused (exit 125, naming the option) without it and holds with it.
 #[test]
 fn dist_01_accept_old_etcd_opens_an_old_etcd() {
-    let etcd = EtcdProcess::start_from("LEASEHOLD_ETCD_34");
+    let etcd = support::etcd::start(Etcd::Debian34);
     let url = etcd.url("dist01-cli-old");
     let mut refused = leasehold(&["hold", "l", "k", "--store", &url]);
     refused.args(["--", "echo", "ran"]);
