@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures::future::{BoxFuture, FutureExt};
 use tokio::runtime::Handle;
 
 use crate::driver::{loss_channel, Driver, HolderInfo, LossReceiver, LossSender};
@@ -143,7 +144,15 @@ impl Store {
     /// # Ok(())
     /// # }
     /// ```
-    pub async fn connect(url: &str, mut options: ConnectOptions) -> Result<Store> {
+    ///
+    /// Boxed, so that the drivers are compiled here, once, rather than in
+    /// every crate that awaits it (docs/architecture.md, "Where the code is
+    /// compiled").
+    pub fn connect(url: &str, options: ConnectOptions) -> BoxFuture<'_, Result<Store>> {
+        Store::connect_driver(url, options).boxed()
+    }
+
+    async fn connect_driver(url: &str, mut options: ConnectOptions) -> Result<Store> {
         options.identity = Some(options.checked_identity()?.to_string());
         let runtime = runtime::current_or_global();
         if crate::connect::is_etcd_url(url) {

@@ -34,6 +34,7 @@ mod tenants;
 pub mod tls;
 pub mod tokens;
 
+use futures::future::{BoxFuture, FutureExt};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -120,7 +121,15 @@ impl Server {
     /// Opens the store and starts accepting connections, on the current
     /// tokio runtime. The data directory is locked and the new epoch is on
     /// disk (fsynced) before the listener is even bound (LOCK-02, LOCK-15).
-    pub async fn start(config: ServerConfig) -> Result<Server> {
+    ///
+    /// Boxed, so that the server is compiled here, once, not in every
+    /// binary that starts one (docs/architecture.md, "Where the code is
+    /// compiled").
+    pub fn start(config: ServerConfig) -> BoxFuture<'static, Result<Server>> {
+        Server::open(config).boxed()
+    }
+
+    async fn open(config: ServerConfig) -> Result<Server> {
         config.validate()?;
         let tokens = config.tokens.as_deref().map(Tokens::load).transpose()?;
         let tls = config.tls.as_ref().map(tls::acceptor).transpose()?;

@@ -15,6 +15,7 @@
 //! | 126 | CMD could not be started |
 //! | 127 | CMD was not found |
 
+use futures::future::{FutureExt, LocalBoxFuture};
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -71,7 +72,13 @@ pub struct HoldArgs {
 }
 
 /// Runs `leasehold hold` and answers its exit code.
-pub async fn run(args: HoldArgs) -> u8 {
+/// Boxed, so that it is compiled here, once, not in the binary that
+/// awaits it (docs/architecture.md, "Where the code is compiled").
+pub fn run(args: HoldArgs) -> LocalBoxFuture<'static, u8> {
+    run_hold(args).boxed_local()
+}
+
+async fn run_hold(args: HoldArgs) -> u8 {
     let store = match args.store.connect().await {
         Ok(store) => store,
         Err(e) => return fail(&e),

@@ -1,5 +1,6 @@
 //! `leasehold ls [LOCK]`: the keys held now, with fence, holder, age and line.
 
+use futures::future::{FutureExt, LocalBoxFuture};
 use std::io::Write;
 
 use leasehold::driver::HolderInfo;
@@ -57,7 +58,13 @@ pub fn write_table(out: &mut impl Write, holders: &[HolderInfo]) -> std::io::Res
 }
 
 /// Runs `leasehold ls`: 0 when listed, 1 when the store refused or could not be reached.
-pub async fn run(args: LsArgs) -> u8 {
+/// Boxed, so that it is compiled here, once, not in the binary that
+/// awaits it (docs/architecture.md, "Where the code is compiled").
+pub fn run(args: LsArgs) -> LocalBoxFuture<'static, u8> {
+    run_ls(args).boxed_local()
+}
+
+async fn run_ls(args: LsArgs) -> u8 {
     let listed = async {
         let store = args.store.connect().await?;
         let holders = store.holders(args.lock.as_deref()).await;

@@ -2,6 +2,7 @@
 //! of any store, read through its driver: etcd, PostgreSQL, or a server
 //! store elsewhere (whose own `--http` shows more).
 
+use futures::future::{FutureExt, LocalBoxFuture};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -38,7 +39,13 @@ pub struct UiArgs {
 
 /// Runs `leasehold ui` until SIGTERM or SIGINT: 0 then, 1 when the store
 /// could not be reached or the page not served.
-pub async fn run(args: UiArgs) -> u8 {
+/// Boxed, so that it is compiled here, once, not in the binary that
+/// awaits it (docs/architecture.md, "Where the code is compiled").
+pub fn run(args: UiArgs) -> LocalBoxFuture<'static, u8> {
+    run_ui(args).boxed_local()
+}
+
+async fn run_ui(args: UiArgs) -> u8 {
     match serve(args).await {
         Ok(()) => 0,
         Err(e) => {
