@@ -23,7 +23,7 @@ DIST_PARTS := server python node go jvm
 # runs never wait for the lock of the tests' (make test runs them at once).
 DIST_TARGET_DIR := $(CARGO_TARGET_DIR)/dist-build
 DIST_ENV = DIST=$(DIST) VERSION=$$(packaging/version.sh) CARGO="$(CARGO)" CARGO_TARGET_DIR=$(DIST_TARGET_DIR) \
-	PACKAGING_TOOLS=$(PACKAGING_TOOLS)
+	PACKAGING_TOOLS=$(PACKAGING_TOOLS) UNIFFI_BINDGEN=$(UNIFFI_BINDGEN)
 
 # `make test` builds what would be published and installs it beside its
 # other steps (tools/steps' second lane); the steps that install the wheel

@@ -22,6 +22,10 @@ DEMO_HOLDERS += jvm
 
 .PHONY: jvm-lib jvm-test bench-jvm demo-holder-jvm
 
+# One build for the tests and `make dist` (packaging/jvm.sh): make test's
+# two lanes may ask at once, and cargo's lock on the target directory lets
+# the second find it built.
+dist-jvm: $(UNIFFI_BINDGEN)
 $(UNIFFI_BINDGEN): tools/uniffi-bindgen/Cargo.toml tools/uniffi-bindgen/Cargo.lock tools/uniffi-bindgen/src/main.rs
 	cd tools/uniffi-bindgen && $(CARGO) build --locked
 

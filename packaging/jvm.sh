@@ -9,20 +9,19 @@
 # bindgen, which reads the exports' metadata there; the jar's copy is
 # stripped) and without the test hooks; the Kotlin uniffi generates from it and Maven's output stay
 # under $CARGO_TARGET_DIR.
-# Env: DIST, VERSION, CARGO_TARGET_DIR, CARGO and MVN (default cargo, mvn).
+# Env: DIST, VERSION, CARGO_TARGET_DIR, UNIFFI_BINDGEN (uniffi's bindgen,
+# the one the tests use: mk/jvm.mk builds it) and MVN (default mvn).
 set -euo pipefail
-: "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}"
-CARGO=${CARGO:-cargo}
+: "${DIST:?}" "${VERSION:?}" "${CARGO_TARGET_DIR:?}" "${UNIFFI_BINDGEN:?}"
 MVN=${MVN:-mvn}
 cd "$(dirname "$0")/.."
 . packaging/platforms.sh
 
-(cd tools/uniffi-bindgen && "$CARGO" build --locked)
 stage="$CARGO_TARGET_DIR/jvm/dist"
 rm -rf "$stage"
 # The Kotlin is generated from the x86_64 library (every platform's exports
 # are the same).
-"$CARGO_TARGET_DIR/debug/uniffi-bindgen" generate --no-format --language kotlin \
+"$UNIFFI_BINDGEN" generate --no-format --language kotlin \
   --out-dir "$stage/generated" "$(native_dir x86_64)/libleasehold_jvm.so"
 for arch in "${PLATFORMS[@]}"; do
   lib="$(native_dir "$arch")/libleasehold_jvm.so"
