@@ -37,7 +37,8 @@ all: test
 #   SETUP += <target>                         other installs of `make setup` (a virtual
 #                                             environment, npm packages, a tool built once)
 # No target but `setup` installs anything.
-TEST_STEPS := lint rust-test
+# The lints, but the core's API docs, which run in the second lane (below).
+TEST_STEPS := fmt-check clippy tools-lint rust-test
 TEST_AFTER_DIST :=
 TEST_BESIDE :=
 CHECK_STEPS := lint check-rust
@@ -64,6 +65,9 @@ RUST_CRATES = --workspace --locked $(RUST_TEST_EXCLUDE) $(RUST_FEATURES)
 RUST_DEBUG = $(RUST_CRATES) --all-targets
 -include mk/*.mk
 TEST_STEPS += @dist $(TEST_AFTER_DIST) plots-test demo-test coverage
+# The second lane ends well before the first (cold or warm): the core's API
+# docs are checked there, at its end.
+TEST_BESIDE += rustdoc
 
 # One apt run for every missing package; Debian starts the services it
 # installs (etcd, PostgreSQL, Redis), and the tests start their own.
@@ -134,9 +138,12 @@ tools-lint:
 	$(PY_VENV)/bin/ruff check --line-length 100 $(TOOLS_PY)
 	for tool in $(TOOLS_PY); do $(PY_VENV)/bin/mypy --strict $$tool || exit 1; done
 
-# The core's API docs, every intra-doc link resolved.
+# The core's API docs, every intra-doc link resolved. In a target directory
+# of its own: in make test's second lane, a cargo holding the lock of the
+# first lane's would stall its builds.
 rustdoc:
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps --locked -q -p leasehold --features etcd
+	RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/rustdoc \
+		$(CARGO) doc --no-deps --locked -q -p leasehold --features etcd
 
 rust-test: etcd
 	$(CARGO) test $(RUST_CRATES)
