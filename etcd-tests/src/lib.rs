@@ -145,7 +145,7 @@ pub struct Cluster {
 /// chosen. One at a time, the kernel may give a port it gave a moment
 /// before (about one three-member cluster in 650 had two members on one
 /// port, and the second never started).
-pub fn free_ports(n: usize) -> Vec<u16> {
+fn free_ports(n: usize) -> Vec<u16> {
     let listeners: Vec<TcpListener> = (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("a free loopback port"))
         .collect();
@@ -153,6 +153,18 @@ pub fn free_ports(n: usize) -> Vec<u16> {
         .iter()
         .map(|l| l.local_addr().expect("a bound port").port())
         .collect()
+}
+
+/// The index of the member the answers in `statuses` name as the leader.
+fn leader_of(statuses: &[Option<etcd_client::StatusResponse>]) -> Option<usize> {
+    let leader = statuses
+        .iter()
+        .flatten()
+        .map(|s| s.leader())
+        .find(|l| *l != 0)?;
+    statuses
+        .iter()
+        .position(|s| s.as_ref().and_then(|s| s.header()).map(|h| h.member_id()) == Some(leader))
 }
 
 /// How many times [`Cluster::start`] starts a cluster on new ports when
@@ -238,7 +250,8 @@ impl Cluster {
                     ));
                 }
             }
-            if self.every_member_answers().await && self.leader().await.is_some() {
+            let statuses = self.statuses().await;
+            if statuses.iter().all(Option::is_some) && leader_of(&statuses).is_some() {
                 return Ok(());
             }
             if Instant::now() >= until {
@@ -246,22 +259,6 @@ impl Cluster {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-
-    /// Whether every member answers a status request.
-    async fn every_member_answers(&self) -> bool {
-        for m in &self.members {
-            let endpoint = format!("{}://{}", self.scheme(), m.endpoint());
-            let options = self.admin_options(Duration::from_millis(500));
-            let answered = match etcd_client::Client::connect([endpoint], Some(options)).await {
-                Ok(mut c) => c.status().await.is_ok(),
-                Err(_) => false,
-            };
-            if !answered {
-                return false;
-            }
-        }
-        true
     }
 
     /// Where member `i` logs its errors.
@@ -459,30 +456,28 @@ impl Cluster {
 
     /// The index of the current leader, asking each running member.
     pub async fn leader(&self) -> Option<usize> {
-        let mut ids = Vec::new();
-        let mut leader = None;
+        leader_of(&self.statuses().await)
+    }
+
+    /// Each member's answer to a status request: `None` when it is not
+    /// running or did not answer within 500 ms.
+    async fn statuses(&self) -> Vec<Option<etcd_client::StatusResponse>> {
+        let mut statuses = Vec::new();
         for m in &self.members {
             if m.child.is_none() {
-                ids.push(None);
+                statuses.push(None);
                 continue;
             }
             let endpoint = format!("{}://{}", self.scheme(), m.endpoint());
             let options = self.admin_options(Duration::from_millis(500));
-            let status = match etcd_client::Client::connect([endpoint], Some(options)).await {
-                Ok(mut c) => c.status().await.ok(),
-                Err(_) => None,
-            };
-            ids.push(
-                status
-                    .as_ref()
-                    .and_then(|s| s.header().map(|h| h.member_id())),
+            statuses.push(
+                match etcd_client::Client::connect([endpoint], Some(options)).await {
+                    Ok(mut c) => c.status().await.ok(),
+                    Err(_) => None,
+                },
             );
-            if let Some(s) = status.filter(|s| s.leader() != 0) {
-                leader = Some(s.leader());
-            }
         }
-        let leader = leader?;
-        ids.iter().position(|id| *id == Some(leader))
+        statuses
     }
 
     /// Waits until a leader is known, or panics after `within`.
